@@ -1,0 +1,528 @@
+"""The `frame` dialect: tensor ops with value semantics for training graphs.
+
+Every frontend (spec v0 JSON, the nn Modules, later the network JSON, the
+`.kyn` DSL and the Python API) lowers into these ops, and every backend consumes
+IR derived from them by one shared pass pipeline.
+
+Types are builtin tensors of `f32`. A result may be written unranked
+(`tensor<*xf32>`) by a frontend or a hand-written test; `frame-shape-inference`
+replaces it with the static type computed by the op's shape rule. Once shapes
+are known, each op's verifier checks that its result type equals what the shape
+rule says, so a malformed graph is reported at the op that is wrong.
+
+Each op class carries:
+  * ``infer_shape(operand_shapes)`` -- the shape rule, the single place an op's
+    result shape is defined (builders, the verifier and shape inference use it);
+  * a docstring with a one-line IR example.
+
+Gradient rules live in ``frame_mlir.passes.vjp_rules`` and lowerings in
+``frame_mlir.passes.convert_frame_to_linalg``: one table per concern.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    Float32Type,
+    FloatAttr,
+    TensorType,
+    UnitAttr,
+    UnrankedTensorType,
+    f32,
+)
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import NoMemoryEffect
+from xdsl.utils.exceptions import VerifyException
+
+Shape = tuple[int, ...]
+
+AnyF32Tensor = base(TensorType) | base(UnrankedTensorType)
+
+
+class ShapeError(VerifyException):
+    """A shape rule rejected its operands (the message says expected vs found)."""
+
+
+def tensor_type(shape: Sequence[int]) -> TensorType:
+    """The static f32 tensor type of ``shape``."""
+    return TensorType(f32, list(shape))
+
+
+def unranked() -> UnrankedTensorType:
+    """``tensor<*xf32>``: a result whose shape the shape-inference pass fills in."""
+    return UnrankedTensorType(f32)
+
+
+def static_shape(value: SSAValue | Attribute) -> Shape | None:
+    """The static shape of a value or type, or None while it is unranked."""
+    typ = value.type if isinstance(value, SSAValue) else value
+    if isinstance(typ, TensorType):
+        return tuple(typ.get_shape())
+    return None
+
+
+def _fmt(shape: Shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+class FrameOp(IRDLOperation):
+    """Base of frame ops: element type checks and the shape-rule verifier."""
+
+    #: Ops whose results are a pure function of their operands.
+    traits = traits_def(NoMemoryEffect())
+    # Attributes such as `factor`, `lr` and the transpose flags read best in the
+    # attribute dictionary: `frame.matmul %a, %b {transpose_lhs} : ...`.
+    irdl_options = (ParsePropInAttrDict(),)
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        """The shape rule: result shape from operand shapes; ShapeError on misuse."""
+        raise NotImplementedError
+
+    def rule_attrs(self) -> dict[str, object]:
+        """The attributes the shape rule depends on (none by default)."""
+        return {}
+
+    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+        """Apply this op's shape rule to ``shapes``."""
+        return self.rule(shapes, **self.rule_attrs())
+
+    @classmethod
+    def result_type_for(cls, operands: Sequence[SSAValue], **attrs: object) -> Attribute:
+        """Static result type for ``operands``, or ``tensor<*xf32>`` if any is unranked."""
+        shapes = [static_shape(o) for o in operands]
+        if any(s is None for s in shapes):
+            return unranked()
+        return tensor_type(cls.rule(shapes, **attrs))  # type: ignore[arg-type]
+
+    def inferred_type(self) -> TensorType | None:
+        """The result type the shape rule gives, or None while operands are unranked."""
+        shapes = [static_shape(o) for o in self.operands]
+        if any(s is None for s in shapes):
+            return None
+        return tensor_type(self.infer_shape(shapes))  # type: ignore[arg-type]
+
+    def verify_(self) -> None:
+        for i, operand in enumerate(self.operands):
+            typ = operand.type
+            elem = getattr(typ, "element_type", None)
+            if not isinstance(elem, Float32Type):
+                raise VerifyException(
+                    f"{self.name}: operand #{i} must be a tensor of f32, found {typ}"
+                )
+        result = self.results[0]
+        elem = getattr(result.type, "element_type", None)
+        if not isinstance(elem, Float32Type):
+            raise VerifyException(
+                f"{self.name}: result must be a tensor of f32, found {result.type}"
+            )
+        try:
+            expected = self.inferred_type()
+        except ShapeError as err:
+            msg = str(err)
+            raise ShapeError(msg if msg.startswith(self.name) else f"{self.name}: {msg}") from None
+        if expected is not None and isinstance(result.type, TensorType):
+            if result.type != expected:
+                raise VerifyException(
+                    f"{self.name}: result type expected {expected}, found {result.type}"
+                )
+
+
+_FUNC = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+_UNARY = "$input attr-dict `:` functional-type(operands, results)"
+
+
+def same_shape_rule(shapes: Sequence[Shape]) -> Shape:
+    """All operands share one shape, which is the result's (v0 has no broadcasting)."""
+    first = shapes[0]
+    for other in shapes[1:]:
+        if other != first:
+            raise ShapeError(
+                f"operand shapes must match (no broadcasting in v0): "
+                f"expected {_fmt(first)}, found {_fmt(other)}"
+            )
+    return first
+
+
+class ElementwiseBinaryOp(FrameOp):
+    """Same-shape elementwise binary op (v0 has no broadcasting)."""
+
+    lhs = operand_def(AnyF32Tensor)
+    rhs = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+
+    assembly_format = _FUNC
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation,
+                 result_type: Attribute | None = None):
+        ops = [SSAValue.get(lhs), SSAValue.get(rhs)]
+        super().__init__(operands=ops, result_types=[result_type or self.result_type_for(ops)])
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        return same_shape_rule(shapes)
+
+
+@irdl_op_definition
+class AddOp(ElementwiseBinaryOp):
+    """Elementwise sum. ``%c = frame.add %a, %b : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>``"""
+
+    name = "frame.add"
+
+
+@irdl_op_definition
+class SubOp(ElementwiseBinaryOp):
+    """Elementwise difference. ``%c = frame.sub %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>``"""
+
+    name = "frame.sub"
+
+
+@irdl_op_definition
+class MulOp(ElementwiseBinaryOp):
+    """Elementwise product. ``%c = frame.mul %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>``"""
+
+    name = "frame.mul"
+
+
+class UnaryOp(FrameOp):
+    """A one-operand op whose shape rule is given by the subclass."""
+
+    input = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+
+    assembly_format = _UNARY
+
+    def __init__(self, input: SSAValue | Operation, result_type: Attribute | None = None,
+                 properties: dict[str, Attribute | None] | None = None):
+        ops = [SSAValue.get(input)]
+        super().__init__(operands=ops, result_types=[result_type or self.result_type_for(ops)],
+                         properties=properties or {})
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        return shapes[0]
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """max(x, 0) elementwise. ``%y = frame.relu %x : (tensor<8x8xf32>) -> tensor<8x8xf32>``"""
+
+    name = "frame.relu"
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """-x elementwise. ``%y = frame.neg %x : (tensor<8x1xf32>) -> tensor<8x1xf32>``"""
+
+    name = "frame.neg"
+
+
+@irdl_op_definition
+class ScaleOp(UnaryOp):
+    """x * factor with a compile-time constant factor.
+
+    ``%y = frame.scale %x {factor = 2.0 : f32} : (tensor<4xf32>) -> tensor<4xf32>``
+    """
+
+    name = "frame.scale"
+    factor = prop_def(FloatAttr)
+
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, input: SSAValue | Operation, factor: float,
+                 result_type: Attribute | None = None):
+        super().__init__(input, result_type, {"factor": FloatAttr(factor, f32)})
+
+
+@irdl_op_definition
+class TransposeOp(UnaryOp):
+    """Swap the two dims of a matrix. ``%y = frame.transpose %x : (tensor<8x4xf32>) -> tensor<4x8xf32>``"""
+
+    name = "frame.transpose"
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        (s,) = shapes
+        if len(s) != 2:
+            raise ShapeError(f"frame.transpose: expected a rank-2 operand, found {_fmt(s)}")
+        return (s[1], s[0])
+
+
+@irdl_op_definition
+class SumOp(UnaryOp):
+    """Sum of all elements to a 0-d tensor. ``%s = frame.sum %x : (tensor<8x1xf32>) -> tensor<f32>``"""
+
+    name = "frame.sum"
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        return ()
+
+
+@irdl_op_definition
+class BroadcastOp(UnaryOp):
+    """Fill a static shape with the value of a 0-d tensor (the VJP of frame.sum).
+
+    ``%y = frame.broadcast %s : (tensor<f32>) -> tensor<8x1xf32>``
+    """
+
+    name = "frame.broadcast"
+
+    def __init__(self, input: SSAValue | Operation, result_type: Attribute):
+        super().__init__(input, result_type)
+
+    def inferred_type(self) -> TensorType | None:
+        # The target shape is the declared result type: nothing to infer.
+        shape = static_shape(self.input)
+        if shape is not None and shape != ():
+            raise VerifyException(
+                f"frame.broadcast: operand expected a 0-d tensor, found {_fmt(shape)}"
+            )
+        res = self.result.type
+        return res if isinstance(res, TensorType) else None
+
+
+@irdl_op_definition
+class MatmulOp(FrameOp):
+    """Matrix product op(A) @ op(B), where op transposes when the flag is set.
+
+    Autodiff emits the transposed forms directly so no transpose is materialised.
+    ``%c = frame.matmul %a, %b {transpose_lhs} : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<8x1xf32>``
+    """
+
+    name = "frame.matmul"
+
+    lhs = operand_def(AnyF32Tensor)
+    rhs = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+    transpose_lhs = opt_prop_def(UnitAttr)
+    transpose_rhs = opt_prop_def(UnitAttr)
+
+    assembly_format = _FUNC
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, *,
+                 transpose_lhs: bool = False, transpose_rhs: bool = False,
+                 result_type: Attribute | None = None):
+        props: dict[str, Attribute | None] = {
+            "transpose_lhs": UnitAttr() if transpose_lhs else None,
+            "transpose_rhs": UnitAttr() if transpose_rhs else None,
+        }
+        ops = [SSAValue.get(lhs), SSAValue.get(rhs)]
+        rtype = result_type or self.result_type_for(
+            ops, transpose_lhs=transpose_lhs, transpose_rhs=transpose_rhs)
+        super().__init__(operands=ops, result_types=[rtype], properties=props)
+
+    def rule_attrs(self) -> dict[str, object]:
+        return {"transpose_lhs": self.transpose_lhs is not None,
+                "transpose_rhs": self.transpose_rhs is not None}
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        a, b = shapes
+        if len(a) != 2 or len(b) != 2:
+            raise ShapeError(
+                f"frame.matmul: expected rank-2 operands, found {_fmt(a)} and {_fmt(b)}"
+            )
+        m, ka = (a[1], a[0]) if attrs.get("transpose_lhs") else a
+        kb, n = (b[1], b[0]) if attrs.get("transpose_rhs") else b
+        if ka != kb:
+            raise ShapeError(
+                f"frame.matmul: contraction dims must match: lhs gives {ka}, "
+                f"expected rhs to give {ka}, found {kb}"
+            )
+        return (m, n)
+
+
+@irdl_op_definition
+class ReluGradOp(FrameOp):
+    """dy where x > 0, else 0 (the VJP of frame.relu).
+
+    ``%dx = frame.relu_grad %x, %dy : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>``
+    """
+
+    name = "frame.relu_grad"
+    lhs = operand_def(AnyF32Tensor)
+    rhs = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+    assembly_format = _FUNC
+
+    def __init__(self, x: SSAValue | Operation, dy: SSAValue | Operation):
+        ops = [SSAValue.get(x), SSAValue.get(dy)]
+        super().__init__(operands=ops, result_types=[self.result_type_for(ops)])
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        return same_shape_rule(shapes)
+
+
+@irdl_op_definition
+class MseLossOp(FrameOp):
+    """Mean squared error, mean over all elements (PyTorch's reduction='mean').
+
+    ``%l = frame.mse_loss %p, %t : (tensor<8x1xf32>, tensor<8x1xf32>) -> tensor<f32>``
+    """
+
+    name = "frame.mse_loss"
+    lhs = operand_def(AnyF32Tensor)
+    rhs = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+    assembly_format = _FUNC
+
+    def __init__(self, prediction: SSAValue | Operation, target: SSAValue | Operation):
+        ops = [SSAValue.get(prediction), SSAValue.get(target)]
+        super().__init__(operands=ops, result_types=[self.result_type_for(ops)])
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        a, b = shapes
+        if a != b:
+            raise ShapeError(
+                f"frame.mse_loss: target shape expected {_fmt(a)}, found {_fmt(b)}"
+            )
+        return ()
+
+
+@irdl_op_definition
+class MseLossGradOp(FrameOp):
+    """d mse / d prediction = 2 (p - t) / N * dloss (the VJP of frame.mse_loss).
+
+    ``%dp = frame.mse_loss_grad %p, %t, %dl : (tensor<8x1xf32>, tensor<8x1xf32>, tensor<f32>) -> tensor<8x1xf32>``
+    """
+
+    name = "frame.mse_loss_grad"
+    prediction = operand_def(AnyF32Tensor)
+    target = operand_def(AnyF32Tensor)
+    dloss = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+    assembly_format = (
+        "$prediction `,` $target `,` $dloss attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(self, prediction: SSAValue | Operation, target: SSAValue | Operation,
+                 dloss: SSAValue | Operation):
+        ops = [SSAValue.get(prediction), SSAValue.get(target), SSAValue.get(dloss)]
+        super().__init__(operands=ops, result_types=[self.result_type_for(ops)])
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        p, t, d = shapes
+        if p != t:
+            raise ShapeError(
+                f"frame.mse_loss_grad: target shape expected {_fmt(p)}, found {_fmt(t)}"
+            )
+        if d != ():
+            raise ShapeError(
+                f"frame.mse_loss_grad: dloss expected a 0-d tensor, found {_fmt(d)}"
+            )
+        return p
+
+
+@irdl_op_definition
+class ConstantOp(FrameOp):
+    """A splat constant tensor. ``%one = frame.constant 1.0 : tensor<f32>``"""
+
+    name = "frame.constant"
+    value = prop_def(FloatAttr)
+    result = result_def(AnyF32Tensor)
+
+    def __init__(self, value: float, shape: Sequence[int] = (),
+                 result_type: Attribute | None = None):
+        super().__init__(properties={"value": FloatAttr(value, f32)},
+                         result_types=[result_type or tensor_type(shape)])
+
+    def inferred_type(self) -> TensorType | None:
+        res = self.result.type
+        return res if isinstance(res, TensorType) else None
+
+    def splat_value(self) -> float:
+        """The value every element holds."""
+        return float(self.value.value.data)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string(repr(self.splat_value()))
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        negative = parser.parse_optional_punctuation("-") is not None
+        number = parser.parse_number()
+        value = -float(number) if negative else float(number)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        typ = parser.parse_type()
+        if not isinstance(typ, TensorType):
+            parser.raise_error(f"frame.constant: expected a static tensor type, found {typ}")
+        op = cls(value, result_type=typ)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class SgdUpdateOp(FrameOp):
+    """One SGD step for a parameter: ``p - lr * g`` (inserted by frame-sgd-fuse).
+
+    Bufferization writes the result into the parameter's own buffer when the
+    function argument is marked ``frame.aliasing_output``.
+    ``%p1 = frame.sgd_update %p, %g {lr = 0.05 : f32} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>``
+    """
+
+    name = "frame.sgd_update"
+    lhs = operand_def(AnyF32Tensor)
+    rhs = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+    lr = prop_def(FloatAttr)
+    assembly_format = _FUNC
+
+    def __init__(self, param: SSAValue | Operation, grad: SSAValue | Operation, lr: float):
+        ops = [SSAValue.get(param), SSAValue.get(grad)]
+        super().__init__(operands=ops, result_types=[self.result_type_for(ops)],
+                         properties={"lr": FloatAttr(lr, f32)})
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        p, g = shapes
+        if p != g:
+            raise ShapeError(
+                f"frame.sgd_update: gradient shape expected {_fmt(p)}, found {_fmt(g)}"
+            )
+        return p
+
+
+Frame = Dialect(
+    "frame",
+    [
+        AddOp,
+        SubOp,
+        MulOp,
+        NegOp,
+        ScaleOp,
+        ReluOp,
+        ReluGradOp,
+        TransposeOp,
+        MatmulOp,
+        SumOp,
+        BroadcastOp,
+        MseLossOp,
+        MseLossGradOp,
+        ConstantOp,
+        SgdUpdateOp,
+    ],
+    [],
+)

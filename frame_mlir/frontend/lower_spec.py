@@ -1,0 +1,95 @@
+"""Lower a validated v0 ModelSpec to frame IR through nn Modules (seed 000 section 4).
+
+The model is a Module tree: one `Linear` per layer (named after the layer, so its
+parameters are `<layer>.weight` / `<layer>.bias`) and a `Relu` where the layer
+asks for one. Wiring follows the spec's names, so every topology FE-002 allows
+works: skip connections, reuse of the data input, a prediction taken from a
+layer that is not the last. Graph inputs are `[data inputs..., params..., target]`
+and the single output is the loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import builtin
+from xdsl.ir import SSAValue
+
+from frame_mlir.frontend.spec import InlineInit, ModelSpec
+from frame_mlir.nn.graph import Graph
+from frame_mlir.nn.module import (
+    Inline,
+    InitSpec,
+    Linear,
+    Module,
+    MseLoss,
+    ParamSpec,
+    Relu,
+    UniformSeeded,
+    add_parameter_inputs,
+)
+
+
+@dataclass(frozen=True)
+class LoweredModel:
+    """A spec's frame module and the facts training needs about its graph."""
+
+    module: builtin.ModuleOp
+    function: str
+    input_names: tuple[str, ...]
+    params: tuple[ParamSpec, ...]
+    target_shape: tuple[int, ...]
+
+    @property
+    def param_names(self) -> list[str]:
+        return [p.name for p in self.params]
+
+
+def _data_init(spec: ModelSpec, name: str) -> InitSpec:
+    init = spec.data.inputs[name]
+    return Inline(init.values) if isinstance(init, InlineInit) else UniformSeeded(init.lo, init.hi)
+
+
+def build_model_module(spec: ModelSpec) -> Module:
+    """The spec's network as a Module tree whose build wires layers by name."""
+    wlo, whi = spec.data.weight_range
+    blo, bhi = spec.data.bias_range
+    layer_mods: list[Module] = []
+    for layer in spec.layers:
+        layer_mods.append(Linear(layer.name, spec.batch, layer.in_dim, layer.out_dim,
+                                 layer.has_bias, spec.dtype, UniformSeeded(wlo, whi),
+                                 UniformSeeded(blo, bhi)))
+        if layer.activation == "relu":
+            layer_mods.append(Relu(f"{layer.name}_relu"))
+
+    def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
+        values = {inp.name: v for inp, v in zip(spec.inputs, inputs, strict=True)}
+        slices = iter(zip(root.children, root.child_param_slices(ps), strict=True))
+        for layer in spec.layers:
+            linear, sl = next(slices)
+            (y,) = linear.build(g, [values[layer.input]], sl)
+            if layer.activation == "relu":
+                relu, sl = next(slices)
+                (y,) = relu.build(g, [y], sl)
+            values[layer.name] = y
+        return [values[spec.loss.prediction]]
+
+    root = Module(spec.name, (), tuple(layer_mods), build)
+    return root
+
+
+def lower_spec(spec: ModelSpec) -> LoweredModel:
+    """Build the forward-and-loss function of `spec` as frame IR."""
+    model = build_model_module(spec)
+    params = model.parameters(prefix="")
+    g = Graph(spec.name)
+    inputs = [g.add_input(inp.shape, inp.name) for inp in spec.inputs]
+    param_values = add_parameter_inputs(g, params)
+    target = g.add_input(spec.loss.target_shape, "target")
+    (prediction,) = model.build(g, inputs, param_values)
+    (loss,) = MseLoss("loss").build(g, [prediction, target], [])
+    fn = g.finish([loss])
+    module = builtin.ModuleOp([fn])
+    return LoweredModel(module, spec.name, tuple(i.name for i in spec.inputs), tuple(params),
+                        tuple(spec.loss.target_shape))

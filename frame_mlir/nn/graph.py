@@ -1,0 +1,58 @@
+"""Graph: builds one frame-dialect function, the object nn Modules build into.
+
+A Graph owns a `func.func` under construction. Inputs become block arguments
+(parameters carry the `frame.param = "<name>"` attribute autodiff looks for),
+`emit` appends a frame op, and `finish` adds the return and fixes the
+signature. Building touches no numbers: it only creates IR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import builtin, func
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from frame_mlir.dialects import frame
+
+
+class Graph:
+    """A frame function being built: inputs, ops, then outputs."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.block = Block()
+        self._arg_attrs: list[dict[str, Attribute]] = []
+        self._finished: func.FuncOp | None = None
+
+    def add_input(self, shape: Sequence[int], name: str | None = None,
+                  attrs: dict[str, Attribute] | None = None) -> SSAValue:
+        """Append a graph input of static f32 shape `shape`."""
+        arg = self.block.insert_arg(frame.tensor_type(shape), len(self.block.args))
+        if name:
+            arg.name_hint = _ssa_name(name)
+        self._arg_attrs.append(dict(attrs or {}))
+        return arg
+
+    def emit(self, op: Operation) -> SSAValue:
+        """Append `op` and return its (single) result."""
+        self.block.add_op(op)
+        return op.results[0]
+
+    def finish(self, outputs: Sequence[SSAValue]) -> func.FuncOp:
+        """Close the graph with `func.return outputs` and return the function."""
+        self.block.add_op(func.ReturnOp(*outputs))
+        fn = func.FuncOp(
+            self.name,
+            func.FunctionType.from_lists([a.type for a in self.block.args],
+                                         [v.type for v in outputs]),
+            Region(self.block),
+        )
+        fn.arg_attrs = builtin.ArrayAttr([builtin.DictionaryAttr(a) for a in self._arg_attrs])
+        self._finished = fn
+        return fn
+
+
+def _ssa_name(name: str) -> str:
+    """An SSA name hint from a user name (`fc1.weight` -> `fc1_weight`)."""
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)

@@ -1,0 +1,43 @@
+"""Helpers shared by the frame passes: errors that name the op and its location."""
+
+from __future__ import annotations
+
+from xdsl.dialects import builtin, func
+from xdsl.ir import Attribute, Operation
+from xdsl.utils.exceptions import PassFailedException
+
+
+def op_location(op: Operation) -> str:
+    """`@func: <op text>` -- where a diagnostic points in a module without file locations."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp):
+        parent = parent.parent_op()
+    where = f"@{parent.sym_name.data}" if isinstance(parent, func.FuncOp) else "<module>"
+    return f"{where}: {op.name}"
+
+
+def fail(pass_name: str, op: Operation | None, message: str) -> PassFailedException:
+    """A pass failure naming the pass, the op and what went wrong."""
+    where = f" at {op_location(op)}" if op is not None else ""
+    return PassFailedException(f"{pass_name}{where}: {message}")
+
+
+def update_function_type(fn: func.FuncOp) -> None:
+    """Make the signature match the entry block's arguments and the return's operands."""
+    ret = fn.body.blocks[-1].last_op
+    outputs = [v.type for v in ret.operands] if isinstance(ret, func.ReturnOp) else []
+    fn.function_type = func.FunctionType.from_lists(
+        [a.type for a in fn.body.blocks[0].args], outputs
+    )
+
+
+def set_arg_attr(fn: func.FuncOp, index: int, key: str, value: Attribute) -> None:
+    """Set one argument attribute of `fn` (xDSL keeps them as an immutable ArrayAttr)."""
+    n = len(fn.function_type.inputs.data)
+    dicts = list(fn.arg_attrs.data) if fn.arg_attrs is not None else [
+        builtin.DictionaryAttr({}) for _ in range(n)
+    ]
+    entries = dict(dicts[index].data)
+    entries[key] = value
+    dicts[index] = builtin.DictionaryAttr(entries)
+    fn.arg_attrs = builtin.ArrayAttr(dicts)

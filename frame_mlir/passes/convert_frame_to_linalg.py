@@ -1,0 +1,267 @@
+"""convert-frame-to-linalg: lower frame ops to linalg on tensors.
+
+Expects: statically shaped frame IR (run frame-shape-inference first).
+Does: rewrites every frame op into `tensor.empty` + `linalg.fill` / `linalg.generic`
+with arith bodies, in destination-passing style. One lowering per op, in the
+table `LOWERINGS`. The loop order of each generic is chosen here, because
+convert-linalg-to-loops keeps the dimension order and LLVM does not interchange
+loops: matmuls iterate (i, k, j) so the innermost loop walks rows of B and C
+contiguously and vectorizes; a transposed-lhs matmul iterates (k, i, j).
+`frame.sgd_update` takes the parameter itself as its destination, so after
+bufferization the update is written in place.
+Guarantees: no frame ops remain; values are tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, linalg, tensor
+from xdsl.dialects.builtin import AffineMapAttr, TensorType, f32
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from frame_mlir.dialects import frame
+from frame_mlir.passes.common import fail
+
+PAR = linalg.IteratorTypeAttr.parallel()
+RED = linalg.IteratorTypeAttr.reduction()
+
+BodyFn = Callable[[Builder, Sequence[SSAValue]], SSAValue]
+
+
+def _map(num_dims: int, dims: Sequence[int]) -> AffineMapAttr:
+    return AffineMapAttr(AffineMap(num_dims, 0, tuple(AffineExpr.dimension(d) for d in dims)))
+
+
+def _identity(rank: int) -> AffineMapAttr:
+    return _map(rank, range(rank))
+
+
+def _f32(b: Builder, value: float) -> SSAValue:
+    return b.insert(arith.ConstantOp(builtin.FloatAttr(value, f32))).result
+
+
+class Lowerer:
+    """Builds linalg ops in front of the frame op being replaced."""
+
+    def __init__(self, rewriter: PatternRewriter, op: Operation):
+        self.rewriter = rewriter
+        self.op = op
+
+    def insert(self, new_op: Operation) -> Operation:
+        self.rewriter.insert_op(new_op, InsertPoint.before(self.op))
+        return new_op
+
+    def empty(self, typ: TensorType) -> SSAValue:
+        return self.insert(tensor.EmptyOp([], typ)).results[0]
+
+    def filled(self, typ: TensorType, value: float) -> SSAValue:
+        cst = self.insert(arith.ConstantOp(builtin.FloatAttr(value, f32))).results[0]
+        fill = self.insert(linalg.FillOp([cst], [self.empty(typ)], [typ]))
+        return fill.results[0]
+
+    def generic(self, inputs: Sequence[SSAValue], init: SSAValue,
+                maps: Sequence[AffineMapAttr], iterators: Sequence[linalg.IteratorTypeAttr],
+                body: BodyFn) -> SSAValue:
+        block = Block(arg_types=[f32] * (len(inputs) + 1))
+        b = Builder(InsertPoint.at_end(block))
+        b.insert(linalg.YieldOp(body(b, block.args)))
+        op = linalg.GenericOp(list(inputs), [init], Region(block), list(maps),
+                              list(iterators), [init.type])
+        return self.insert(op).results[0]
+
+    def elementwise(self, inputs: Sequence[SSAValue], typ: TensorType, body: BodyFn,
+                    init: SSAValue | None = None) -> SSAValue:
+        rank = typ.get_num_dims()
+        scalar_maps = [_map(rank, []) if frame.static_shape(v) == () and rank else _identity(rank)
+                       for v in inputs]
+        return self.generic(inputs, init if init is not None else self.empty(typ),
+                            [*scalar_maps, _identity(rank)], [PAR] * rank, body)
+
+
+def _result_type(op: Operation) -> TensorType:
+    typ = op.results[0].type
+    assert isinstance(typ, TensorType)
+    return typ
+
+
+def _binary(make: Callable[[SSAValue, SSAValue], Operation]) -> Callable[[Lowerer, Operation], SSAValue]:
+    def lower(lw: Lowerer, op: Operation) -> SSAValue:
+        return lw.elementwise(op.operands, _result_type(op),
+                              lambda b, a: b.insert(make(a[0], a[1])).results[0])
+    return lower
+
+
+def _neg(lw: Lowerer, op: Operation) -> SSAValue:
+    return lw.elementwise(op.operands, _result_type(op),
+                          lambda b, a: b.insert(arith.NegfOp(a[0])).result)
+
+
+def _scale(lw: Lowerer, op: Operation) -> SSAValue:
+    assert isinstance(op, frame.ScaleOp)
+    factor = op.factor.value.data
+    return lw.elementwise(op.operands, _result_type(op),
+                          lambda b, a: b.insert(arith.MulfOp(a[0], _f32(b, factor))).result)
+
+
+def _relu(lw: Lowerer, op: Operation) -> SSAValue:
+    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        zero = _f32(b, 0.0)
+        # `ugt` keeps NaN (as PyTorch's relu does): NaN > 0 is unordered-true.
+        keep = b.insert(arith.CmpfOp(a[0], zero, "ugt")).result
+        return b.insert(arith.SelectOp(keep, a[0], zero)).result
+    return lw.elementwise(op.operands, _result_type(op), body)
+
+
+def _relu_grad(lw: Lowerer, op: Operation) -> SSAValue:
+    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        zero = _f32(b, 0.0)
+        # PyTorch's threshold_backward: the gradient passes where x > 0 only.
+        keep = b.insert(arith.CmpfOp(a[0], zero, "ogt")).result
+        return b.insert(arith.SelectOp(keep, a[1], zero)).result
+    return lw.elementwise(op.operands, _result_type(op), body)
+
+
+def _mac(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+    prod = b.insert(arith.MulfOp(a[0], a[1])).result
+    return b.insert(arith.AddfOp(a[2], prod)).result
+
+
+def _matmul(lw: Lowerer, op: Operation) -> SSAValue:
+    assert isinstance(op, frame.MatmulOp)
+    ta, tb = op.transpose_lhs is not None, op.transpose_rhs is not None
+    init = lw.filled(_result_type(op), 0.0)
+    if not ta and not tb:  # (i, k, j): C[i,j] += A[i,k] * B[k,j]
+        maps, its = [_map(3, [0, 1]), _map(3, [1, 2]), _map(3, [0, 2])], [PAR, RED, PAR]
+    elif ta and not tb:  # (k, i, j): C[i,j] += A[k,i] * B[k,j]
+        maps, its = [_map(3, [0, 1]), _map(3, [0, 2]), _map(3, [1, 2])], [RED, PAR, PAR]
+    elif not ta and tb:  # (i, j, k): C[i,j] += A[i,k] * B[j,k]
+        maps, its = [_map(3, [0, 2]), _map(3, [1, 2]), _map(3, [0, 1])], [PAR, PAR, RED]
+    else:  # (i, j, k): C[i,j] += A[k,i] * B[j,k]
+        maps, its = [_map(3, [2, 0]), _map(3, [1, 2]), _map(3, [0, 1])], [PAR, PAR, RED]
+    return lw.generic([op.lhs, op.rhs], init, maps, its, _mac)
+
+
+def _transpose(lw: Lowerer, op: Operation) -> SSAValue:
+    return lw.generic(op.operands, lw.empty(_result_type(op)), [_map(2, [1, 0]), _identity(2)],
+                      [PAR, PAR], lambda b, a: a[0])
+
+
+def _sum_into(lw: Lowerer, inputs: Sequence[SSAValue], body: BodyFn) -> SSAValue:
+    """Reduce all elements of same-shaped inputs into a 0-d tensor."""
+    shape = frame.static_shape(inputs[0])
+    assert shape is not None
+    rank = len(shape)
+    init = lw.filled(frame.tensor_type(()), 0.0)
+    return lw.generic(inputs, init, [_identity(rank)] * len(inputs) + [_map(rank, [])],
+                      [RED] * rank, body)
+
+
+def _sum(lw: Lowerer, op: Operation) -> SSAValue:
+    return _sum_into(lw, op.operands,
+                     lambda b, a: b.insert(arith.AddfOp(a[1], a[0])).result)
+
+
+def _broadcast(lw: Lowerer, op: Operation) -> SSAValue:
+    return lw.elementwise(op.operands, _result_type(op), lambda b, a: a[0])
+
+
+def _numel(value: SSAValue) -> int:
+    n = 1
+    for d in frame.static_shape(value) or ():
+        n *= d
+    return n
+
+
+def _mse_loss(lw: Lowerer, op: Operation) -> SSAValue:
+    def sq_acc(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        d = b.insert(arith.SubfOp(a[0], a[1])).result
+        sq = b.insert(arith.MulfOp(d, d)).result
+        return b.insert(arith.AddfOp(a[2], sq)).result
+
+    total = _sum_into(lw, op.operands, sq_acc)
+    n = float(_numel(op.operands[0]))
+    # The mean divides by N, as PyTorch's reduction='mean' does.
+    return lw.elementwise([total], _result_type(op),
+                          lambda b, a: b.insert(arith.DivfOp(a[0], _f32(b, n))).result)
+
+
+def _mse_loss_grad(lw: Lowerer, op: Operation) -> SSAValue:
+    norm = 2.0 / _numel(op.operands[0])
+
+    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        d = b.insert(arith.SubfOp(a[0], a[1])).result
+        scaled = b.insert(arith.MulfOp(_f32(b, norm), d)).result
+        return b.insert(arith.MulfOp(scaled, a[2])).result
+
+    return lw.elementwise(op.operands, _result_type(op), body)
+
+
+def _constant(lw: Lowerer, op: Operation) -> SSAValue:
+    assert isinstance(op, frame.ConstantOp)
+    return lw.filled(_result_type(op), op.splat_value())
+
+
+def _sgd_update(lw: Lowerer, op: Operation) -> SSAValue:
+    assert isinstance(op, frame.SgdUpdateOp)
+    neg_lr = -op.lr.value.data
+
+    # Destination = the parameter: p <- p + (-lr) * g, as torch.optim.SGD's add_(g, alpha=-lr).
+    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        step = b.insert(arith.MulfOp(a[0], _f32(b, neg_lr))).result
+        return b.insert(arith.AddfOp(a[1], step)).result
+
+    return lw.elementwise([op.rhs], _result_type(op), body, init=op.lhs)
+
+
+LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
+    frame.AddOp: _binary(arith.AddfOp),
+    frame.SubOp: _binary(arith.SubfOp),
+    frame.MulOp: _binary(arith.MulfOp),
+    frame.NegOp: _neg,
+    frame.ScaleOp: _scale,
+    frame.ReluOp: _relu,
+    frame.ReluGradOp: _relu_grad,
+    frame.MatmulOp: _matmul,
+    frame.TransposeOp: _transpose,
+    frame.SumOp: _sum,
+    frame.BroadcastOp: _broadcast,
+    frame.MseLossOp: _mse_loss,
+    frame.MseLossGradOp: _mse_loss_grad,
+    frame.ConstantOp: _constant,
+    frame.SgdUpdateOp: _sgd_update,
+}
+
+
+class _LowerFrameOp(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, frame.FrameOp):
+            return
+        lower = LOWERINGS.get(type(op))
+        if lower is None:
+            raise fail(ConvertFrameToLinalg.name, op, f"no linalg lowering for {op.name}")
+        if any(frame.static_shape(v) is None for v in (*op.operands, *op.results)):
+            raise fail(ConvertFrameToLinalg.name, op,
+                       "expected static shapes (run frame-shape-inference first)")
+        rewriter.replace_op(op, [], [lower(Lowerer(rewriter, op), op)])
+
+
+@dataclass(frozen=True)
+class ConvertFrameToLinalg(ModulePass):
+    """Lower every frame op to linalg.generic / linalg.fill on tensors."""
+
+    name = "convert-frame-to-linalg"
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        PatternRewriteWalker(_LowerFrameOp(), apply_recursively=False).rewrite_module(op)

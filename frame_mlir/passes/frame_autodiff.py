@@ -1,0 +1,106 @@
+"""frame-autodiff: reverse-mode differentiation of frame functions, IR to IR.
+
+Expects: functions in static-shaped frame IR whose parameters are marked with
+the argument attribute `frame.param = "<name>"` and which return a single 0-d
+tensor, the loss.
+Does: for each such `@f`, adds `@f_grad` with the same arguments that returns
+`(loss, d loss/d p1, ..., d loss/d pn)` in parameter order. The backward ops are
+ordinary frame ops built by the VJP table (`vjp_rules.VJP_RULES`), walking the
+forward ops in reverse; adjoints of values used several times are summed.
+Only values that depend on a parameter get adjoints (activity analysis), so no
+gradient is computed for data inputs or the target.
+Guarantees: `@f` is left unchanged; `@f_grad` carries `frame.grad_of = "f"`.
+Fails with `no gradient rule for <op>` for an op outside the table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from frame_mlir.dialects import frame
+from frame_mlir.passes.common import fail, update_function_type
+from frame_mlir.passes.vjp_rules import VJP_RULES
+
+
+def param_indices(fn: func.FuncOp) -> list[int]:
+    """Indices of the arguments marked `frame.param`, in argument order."""
+    if fn.arg_attrs is None:
+        return []
+    return [i for i, d in enumerate(fn.arg_attrs.data) if "frame.param" in d.data]
+
+
+@dataclass(frozen=True)
+class FrameAutodiff(ModulePass):
+    """Add a `<f>_grad` function returning the loss and its parameter gradients."""
+
+    name = "frame-autodiff"
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        for fn in list(op.ops):
+            if isinstance(fn, func.FuncOp) and fn.body.blocks and param_indices(fn):
+                if "frame.grad_of" in fn.attributes or "frame.train_step" in fn.attributes:
+                    continue
+                grad_fn = self._differentiate(fn)
+                Rewriter.insert_op(grad_fn, InsertPoint.after(fn))
+
+    def _differentiate(self, fn: func.FuncOp) -> func.FuncOp:
+        grad_fn = fn.clone()
+        grad_fn.sym_name = builtin.StringAttr(f"{fn.sym_name.data}_grad")
+        grad_fn.attributes["frame.grad_of"] = builtin.StringAttr(fn.sym_name.data)
+        block = grad_fn.body.blocks[0]
+        if len(grad_fn.body.blocks) != 1:
+            raise fail(self.name, fn, "expected a single-block function")
+        ret = block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        if len(ret.operands) != 1 or frame.static_shape(ret.operands[0]) != ():
+            raise fail(self.name, ret,
+                       "expected the function to return exactly one 0-d tensor (the loss)")
+        loss = ret.operands[0]
+        params = [block.args[i] for i in param_indices(grad_fn)]
+
+        # Activity: values reachable from a parameter need adjoints.
+        active: set[SSAValue] = set(params)
+        forward_ops = [o for o in block.ops if o is not ret]
+        for o in forward_ops:
+            if any(v in active for v in o.operands):
+                active.update(o.results)
+
+        def emit(new_op: Operation) -> SSAValue:
+            Rewriter.insert_op(new_op, InsertPoint.before(ret))
+            return new_op.results[0]
+
+        adjoint: dict[SSAValue, SSAValue] = {}
+        if loss in active:
+            adjoint[loss] = emit(frame.ConstantOp(1.0))
+        for o in reversed(forward_ops):
+            if not o.results or o.results[0] not in adjoint:
+                continue
+            need = [v in active for v in o.operands]
+            if not any(need):
+                continue
+            rule = VJP_RULES.get(type(o))
+            if rule is None:
+                raise fail(self.name, o, f"no gradient rule for {o.name}")
+            grads = rule(emit, o, adjoint[o.results[0]], need)
+            for value, g in zip(o.operands, grads, strict=True):
+                if g is None or value not in active:
+                    continue
+                if value in adjoint:
+                    g = emit(frame.AddOp(adjoint[value], g))
+                adjoint[value] = g
+
+        outputs: list[SSAValue] = [loss]
+        for p in params:
+            g = adjoint.get(p)
+            if g is None:  # a parameter the loss does not depend on
+                g = emit(frame.ConstantOp(0.0, frame.static_shape(p) or ()))
+            outputs.append(g)
+        Rewriter.replace_op(ret, func.ReturnOp(*outputs))
+        update_function_type(grad_fn)
+        return grad_fn

@@ -1,0 +1,264 @@
+"""frame-bufferize: tensors to memrefs with a static memory plan.
+
+Expects: functions in destination-passing linalg-on-tensors form, as produced by
+convert-frame-to-linalg: `tensor.empty`, `linalg.fill`, `linalg.generic` with
+tensor results, scalar `arith` ops and `func.return`, all statically shaped.
+Does:
+  * every tensor value gets a buffer. A linalg result shares the buffer of its
+    destination (`outs`) operand, so values form *buffer classes* rooted at a
+    function argument or a `tensor.empty`;
+  * a write into a destination that is still read later, or into an argument not
+    donated for that result, gets a fresh buffer and a copy first (value
+    semantics are kept);
+  * a result whose class is rooted at an argument marked
+    `frame.aliasing_output = r` is produced in place: the argument's buffer is
+    updated and the result disappears from the signature (that is how SGD
+    updates parameters in place);
+  * other results become out-parameters (`frame.output = r`) written directly;
+  * every remaining class is an intermediate: it is live from its
+    `tensor.empty` to its last use, and intervals are packed first-fit into ONE
+    byte arena (the last argument, `frame.arena`), 64-byte aligned. Buffers whose
+    lifetimes do not overlap share memory; a compiled step allocates nothing.
+Guarantees: no tensors remain; functions take only memrefs and return nothing;
+`frame.arena_size` on each function gives the arena's byte size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func, linalg, memref, tensor
+from xdsl.dialects.builtin import MemRefType, TensorType, f32, i8
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from frame_mlir.passes.common import fail
+
+ALIGN = 64
+
+
+def _memref_type(t: TensorType) -> MemRefType:
+    return MemRefType(t.element_type, t.get_shape())
+
+
+def _nbytes(t: TensorType) -> int:
+    n = 4  # f32
+    for d in t.get_shape():
+        n *= d
+    return n
+
+
+def _outs(op: Operation) -> list[SSAValue]:
+    if isinstance(op, linalg.GenericOp | linalg.FillOp):
+        return list(op.outputs)
+    return []
+
+
+def _copy(src: SSAValue, dst: SSAValue) -> linalg.GenericOp:
+    """An identity linalg.generic copying `src` into `dst` (same static shape)."""
+    from frame_mlir.passes.convert_frame_to_linalg import PAR, _identity
+
+    rank = len(src.type.get_shape())  # type: ignore[attr-defined]
+    block = Block(arg_types=[f32, f32])
+    block.add_op(linalg.YieldOp(block.args[0]))
+    res = [dst.type] if isinstance(dst.type, TensorType) else []
+    return linalg.GenericOp([src], [dst], Region(block), [_identity(rank)] * 2, [PAR] * rank, res)
+
+
+@dataclass
+class MemoryPlan:
+    """Byte offsets of intermediate buffer classes in the arena."""
+
+    offsets: dict[int, int] = field(default_factory=dict)
+    size: int = 0
+
+
+def plan_intervals(intervals: dict[int, tuple[int, int, int]]) -> MemoryPlan:
+    """First-fit packing of (start, end, nbytes) live intervals, by start time.
+
+    Two classes may share bytes only if their live ranges are disjoint.
+    """
+    plan = MemoryPlan()
+    placed: list[tuple[int, int, int, int]] = []  # (start, end, offset, nbytes)
+    for cls, (start, end, nbytes) in sorted(intervals.items(), key=lambda kv: (kv[1][0], kv[0])):
+        size = -(-nbytes // ALIGN) * ALIGN
+        busy = sorted((o, o + n) for s, e, o, n in placed if s <= end and start <= e)
+        offset = 0
+        for lo, hi in busy:
+            if offset + size <= lo:
+                break
+            offset = max(offset, -(-hi // ALIGN) * ALIGN)
+        placed.append((start, end, offset, size))
+        plan.offsets[cls] = offset
+        plan.size = max(plan.size, offset + size)
+    return plan
+
+
+@dataclass(frozen=True)
+class FrameBufferize(ModulePass):
+    """Bufferize linalg-on-tensors functions into memref functions over one arena."""
+
+    name = "frame-bufferize"
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        for fn in list(op.ops):
+            if isinstance(fn, func.FuncOp) and fn.body.blocks:
+                self._insert_copies(fn)
+                Rewriter.replace_op(fn, self._bufferize(fn))
+
+    # -- step 1: keep value semantics where a destination is read again ---------------
+    def _insert_copies(self, fn: func.FuncOp) -> None:
+        block = fn.body.blocks[0]
+        order = {o: i for i, o in enumerate(block.ops)}
+        donated = self._donations(fn)
+        for o in list(block.ops):
+            for idx, dest in enumerate(_outs(o)):
+                later_use = any(order[u.operation] > order[o] for u in dest.uses
+                                if u.operation in order)
+                writes_arg = isinstance(dest, BlockArgument) and dest.index not in donated
+                if later_use or writes_arg:
+                    empty = tensor.EmptyOp([], dest.type)
+                    cp = _copy(dest, empty.tensor)
+                    Rewriter.insert_op([empty, cp], InsertPoint.before(o))
+                    o.operands[len(o.operands) - len(_outs(o)) + idx] = cp.results[0]
+                    order = {x: i for i, x in enumerate(block.ops)}
+
+    @staticmethod
+    def _donations(fn: func.FuncOp) -> dict[int, int]:
+        """argument index -> result index it is donated to."""
+        out: dict[int, int] = {}
+        if fn.arg_attrs is not None:
+            for i, d in enumerate(fn.arg_attrs.data):
+                a = d.data.get("frame.aliasing_output")
+                if isinstance(a, builtin.IntegerAttr):
+                    out[i] = a.value.data
+        return out
+
+    # -- step 2: classes, plan, rewrite ------------------------------------------------
+    def _bufferize(self, fn: func.FuncOp) -> func.FuncOp:
+        block = fn.body.blocks[0]
+        ops = list(block.ops)
+        ret = ops[-1]
+        if not isinstance(ret, func.ReturnOp):
+            raise fail(self.name, fn, "expected a single-block function ending in func.return")
+        pos = {o: i for i, o in enumerate(ops)}
+
+        # Buffer classes: root value of each tensor value.
+        root: dict[SSAValue, SSAValue] = {}
+        for a in block.args:
+            if isinstance(a.type, TensorType):
+                root[a] = a
+        for o in ops:
+            if isinstance(o, tensor.EmptyOp):
+                root[o.tensor] = o.tensor
+            elif _outs(o):
+                for r, d in zip(o.results, _outs(o), strict=True):
+                    root[r] = root[d]
+            elif any(isinstance(r.type, TensorType) for r in o.results):
+                raise fail(self.name, o, "unsupported tensor-producing op (expected "
+                           "tensor.empty, linalg.fill or linalg.generic)")
+
+        donated = self._donations(fn)
+        # Results: in place (donated arg) or an out-parameter.
+        out_params: list[tuple[int, TensorType]] = []
+        out_class: dict[SSAValue, int] = {}  # class root -> index into out_params
+        copies_at_return: list[tuple[SSAValue, int]] = []
+        for r, v in enumerate(ret.operands):
+            rt = root.get(v)
+            if rt is None:
+                raise fail(self.name, ret, f"result #{r} is not a tensor")
+            if isinstance(rt, BlockArgument) and donated.get(rt.index) == r:
+                continue
+            k = len(out_params)
+            out_params.append((r, v.type))  # type: ignore[arg-type]
+            if isinstance(rt, BlockArgument) or rt in out_class:
+                copies_at_return.append((v, k))
+            else:
+                out_class[rt] = k
+        # A donated argument must really end up holding its result.
+        for a_idx, r in donated.items():
+            if r >= len(ret.operands) or root.get(ret.operands[r]) is not block.args[a_idx]:
+                raise fail(self.name, fn, f"argument #{a_idx} is donated to result #{r}, "
+                           "but that result is not computed in its buffer")
+
+        # Live intervals of arena classes.
+        intervals: dict[int, tuple[int, int, int]] = {}
+        class_ids: dict[SSAValue, int] = {}
+        for v, rt in root.items():
+            if isinstance(rt, BlockArgument) or rt in out_class:
+                continue
+            cid = class_ids.setdefault(rt, len(class_ids))
+            start = pos[rt.owner]  # type: ignore[index]
+            end = max([pos[u.operation] for u in v.uses if u.operation in pos] + [start])
+            s0, e0, nb = intervals.get(cid, (start, start, _nbytes(rt.type)))  # type: ignore[arg-type]
+            intervals[cid] = (min(s0, start), max(e0, end), nb)
+        plan = plan_intervals(intervals)
+        arena_size = max(plan.size, ALIGN)
+
+        # The new function.
+        arg_types = [_memref_type(a.type) if isinstance(a.type, TensorType) else a.type
+                     for a in block.args]
+        arg_types += [_memref_type(t) for _, t in out_params]
+        arg_types.append(MemRefType(i8, [arena_size]))
+        new_block = Block(arg_types=arg_types)
+        n_in = len(block.args)
+        arena = new_block.args[-1]
+        for i, a in enumerate(block.args):
+            if a.name_hint:
+                new_block.args[i].name_hint = a.name_hint
+        for k, (r, _) in enumerate(out_params):
+            new_block.args[n_in + k].name_hint = "out" if len(out_params) == 1 else f"out{r}"
+        arena.name_hint = "arena"
+
+        buf: dict[SSAValue, SSAValue] = {}  # class root -> memref value
+        for i, a in enumerate(block.args):
+            buf[a] = new_block.args[i]
+        for rt, k in out_class.items():
+            buf[rt] = new_block.args[n_in + k]
+        vmap: dict[SSAValue, SSAValue] = {}
+
+        def memref_of(v: SSAValue) -> SSAValue:
+            return buf[root[v]]
+
+        for o in ops:
+            if isinstance(o, tensor.EmptyOp):
+                if o.tensor in buf:
+                    continue
+                off = arith.ConstantOp(builtin.IntegerAttr(plan.offsets[class_ids[o.tensor]],
+                                                           builtin.IndexType()))
+                view = memref.ViewOp(arena, off, [], _memref_type(o.tensor.type))
+                view.result.name_hint = o.tensor.name_hint
+                new_block.add_ops([off, view])
+                buf[o.tensor] = view.result
+            elif isinstance(o, linalg.GenericOp):
+                new_block.add_op(linalg.GenericOp(
+                    [memref_of(v) if v in root else vmap.get(v, v) for v in o.inputs],
+                    [memref_of(v) for v in o.outputs], o.body.clone(),
+                    o.indexing_maps, o.iterator_types, []))
+            elif isinstance(o, linalg.FillOp):
+                new_block.add_op(linalg.FillOp([vmap.get(v, v) for v in o.inputs],
+                                               [memref_of(v) for v in o.outputs], []))
+            elif isinstance(o, func.ReturnOp):
+                for v, k in copies_at_return:
+                    new_block.add_op(_copy(memref_of(v), new_block.args[n_in + k]))
+                new_block.add_op(func.ReturnOp())
+            else:
+                clone = o.clone(value_mapper={**{v: vmap[v] for v in o.operands if v in vmap}})
+                new_block.add_op(clone)
+                for old, new in zip(o.results, clone.results, strict=True):
+                    vmap[old] = new
+
+        new_fn = func.FuncOp(fn.sym_name.data,
+                             func.FunctionType.from_lists(arg_types, []), Region(new_block))
+        attrs = list(fn.arg_attrs.data) if fn.arg_attrs is not None else [
+            builtin.DictionaryAttr({}) for _ in block.args]
+        attrs += [builtin.DictionaryAttr({"frame.output": builtin.IntegerAttr(r, 64)})
+                  for r, _ in out_params]
+        attrs.append(builtin.DictionaryAttr({"frame.arena": builtin.UnitAttr()}))
+        new_fn.arg_attrs = builtin.ArrayAttr(attrs)
+        for key, value in fn.attributes.items():
+            new_fn.attributes[key] = value
+        new_fn.attributes["frame.arena_size"] = builtin.IntegerAttr(arena_size, 64)
+        return new_fn

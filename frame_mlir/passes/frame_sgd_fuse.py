@@ -1,0 +1,61 @@
+"""frame-sgd-fuse: fold the SGD update into the gradient function.
+
+Expects: `@f_grad` functions made by frame-autodiff, returning
+`(loss, g1, ..., gn)` for the parameters p1..pn (arguments marked `frame.param`).
+Does: replaces each gradient result gi with `frame.sgd_update pi, gi {lr}`,
+placed after every gradient has been computed (so no later op reads the old
+parameter), renames the function `@f_train_step`, and marks each parameter
+argument `frame.aliasing_output = <result index>`: bufferization then writes the
+new value into the parameter's own buffer, updating it in place.
+Guarantees: gradients are no longer function results, so they need not be
+materialised; a train step returns `(loss, p1', ..., pn')` with pi' aliased to pi.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from frame_mlir.dialects import frame
+from frame_mlir.passes.common import fail, set_arg_attr, update_function_type
+from frame_mlir.passes.frame_autodiff import param_indices
+
+
+@dataclass(frozen=True)
+class FrameSgdFuse(ModulePass):
+    """Turn `@f_grad` into `@f_train_step`, updating parameters in place with SGD."""
+
+    name = "frame-sgd-fuse"
+
+    lr: float = 0.01
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        if not self.lr > 0:
+            raise fail(self.name, None, f"learning rate expected > 0, found {self.lr}")
+        for fn in list(op.ops):
+            if not isinstance(fn, func.FuncOp) or "frame.grad_of" not in fn.attributes:
+                continue
+            block = fn.body.blocks[0]
+            ret = block.last_op
+            assert isinstance(ret, func.ReturnOp)
+            pidx = param_indices(fn)
+            if len(ret.operands) != len(pidx) + 1:
+                raise fail(self.name, ret, f"expected {len(pidx) + 1} results (loss and "
+                           f"one gradient per parameter), found {len(ret.operands)}")
+            outputs: list[SSAValue] = [ret.operands[0]]
+            for k, (i, g) in enumerate(zip(pidx, ret.operands[1:], strict=True)):
+                upd = frame.SgdUpdateOp(block.args[i], g, self.lr)
+                Rewriter.insert_op(upd, InsertPoint.before(ret))
+                outputs.append(upd.result)
+                set_arg_attr(fn, i, "frame.aliasing_output", builtin.IntegerAttr(k + 1, 64))
+            Rewriter.replace_op(ret, func.ReturnOp(*outputs))
+            base = fn.attributes.pop("frame.grad_of")
+            assert isinstance(base, builtin.StringAttr)
+            fn.sym_name = builtin.StringAttr(f"{base.data}_train_step")
+            fn.attributes["frame.train_step"] = base
+            update_function_type(fn)

@@ -1,0 +1,111 @@
+"""The whole pipeline, readable in one place: named stages, in order.
+
+Each stage name is a stop/dump point (`frame-run --emit-stage=<stage>`,
+`--print-ir-after-all`). The module is verified after every pass; a verifier
+failure names the pass that broke the IR.
+
+    frame       frontend output (nn Modules -> frame ops), shapes inferred
+    autodiff    + `@f_grad`: loss and parameter gradients (frame-autodiff)
+    sgd         `@f_train_step`: SGD fused, parameters updated in place
+                (frame-sgd-fuse), then cse / dce
+    linalg      linalg on tensors (convert-frame-to-linalg)
+    bufferized  memrefs over one statically planned arena (frame-bufferize)
+    loops       scf.for / arith / memref (convert-linalg-to-loops)
+    llvm        llvm dialect (convert-*-to-llvm, see lower_to_llvm.py)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, cf, func, linalg, llvm, math, memref, scf, tensor
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
+from xdsl.transforms.convert_linalg_to_loops import ConvertLinalgToLoopsPass
+from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+from xdsl.utils.exceptions import DiagnosticException, PassFailedException
+
+from frame_mlir.dialects.frame import Frame
+from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
+from frame_mlir.passes.frame_autodiff import FrameAutodiff
+from frame_mlir.passes.frame_bufferize import FrameBufferize
+from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
+from frame_mlir.passes.frame_shape_inference import FrameShapeInference
+from frame_mlir.passes.lower_to_llvm import LOOPS_TO_LLVM
+
+
+def make_context() -> Context:
+    """A context with every dialect the pipeline produces or consumes."""
+    ctx = Context(allow_unregistered=False)
+    for d in (builtin.Builtin, func.Func, Frame, arith.Arith, linalg.Linalg, tensor.Tensor,
+              memref.MemRef, scf.Scf, cf.Cf, math.Math, llvm.LLVM):
+        ctx.load_dialect(d)
+    return ctx
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A named point of the pipeline and the passes that lead to it."""
+
+    name: str
+    passes: tuple[ModulePass, ...]
+    description: str
+
+
+def stages(lr: float) -> list[Stage]:
+    """The pipeline for SGD with learning rate `lr`, as named stages in order."""
+    return [
+        Stage("frame", (FrameShapeInference(),), "frame IR with static shapes"),
+        Stage("autodiff", (FrameAutodiff(),), "+ loss and parameter gradients"),
+        Stage("sgd", (FrameSgdFuse(lr=lr), CommonSubexpressionElimination(),
+                      DeadCodeElimination()), "SGD fused into the train step"),
+        Stage("linalg", (ConvertFrameToLinalg(),), "linalg on tensors"),
+        Stage("bufferized", (FrameBufferize(),), "memrefs over a static arena"),
+        Stage("loops", (ConvertLinalgToLoopsPass(),), "scf loops"),
+        Stage("llvm", tuple(LOOPS_TO_LLVM), "llvm dialect"),
+    ]
+
+
+STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in stages(0.1))
+
+
+class PipelineError(Exception):
+    """A pass failed, or left IR that does not verify; `pass_name` says which."""
+
+    def __init__(self, pass_name: str, message: str):
+        super().__init__(f"{pass_name}: {message}")
+        self.pass_name = pass_name
+
+
+def run_passes(ctx: Context, module: ModuleOp, passes: Sequence[ModulePass],
+               after_pass: Callable[[ModulePass, ModuleOp], None] | None = None) -> None:
+    """Apply `passes` in order, verifying after each one."""
+    for p in passes:
+        try:
+            p.apply(ctx, module)
+        except (PassFailedException, DiagnosticException) as err:
+            raise PipelineError(p.name, str(err)) from None
+        try:
+            module.verify()
+        except DiagnosticException as err:
+            raise PipelineError(p.name, f"produced invalid IR: {err}") from None
+        if after_pass is not None:
+            after_pass(p, module)
+
+
+def run_pipeline(module: ModuleOp, lr: float, *, stop_after: str | None = None,
+                 after_pass: Callable[[ModulePass, ModuleOp], None] | None = None,
+                 ctx: Context | None = None) -> ModuleOp:
+    """Run the stages on `module` in place, up to and including `stop_after`."""
+    if stop_after is not None and stop_after not in STAGE_NAMES:
+        raise ValueError(f"unknown stage '{stop_after}' (expected one of "
+                         f"{', '.join(STAGE_NAMES)})")
+    ctx = ctx or make_context()
+    for stage in stages(lr):
+        run_passes(ctx, module, stage.passes, after_pass)
+        if stage.name == stop_after:
+            break
+    return module

@@ -1,0 +1,107 @@
+"""The VJP table: one reverse-mode rule per frame op, used by frame-autodiff.
+
+A rule receives an `Emitter` (which inserts a new frame op and returns its
+result), the forward op, the adjoint of its result and, per operand, whether
+that operand needs an adjoint at all (activity analysis: data inputs and the
+target need none). It returns one adjoint per operand, None where not needed,
+and emits nothing for operands that need none -- so the first layer of an MLP
+never computes d loss / d x.
+
+An op without a rule makes autodiff fail with `no gradient rule for <op name>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from xdsl.ir import Operation, SSAValue
+
+from frame_mlir.dialects import frame
+
+Emitter = Callable[[Operation], SSAValue]
+Adjoints = list[SSAValue | None]
+VjpRule = Callable[[Emitter, Operation, SSAValue, Sequence[bool]], Adjoints]
+
+
+def _matmul(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.MatmulOp)
+    a, b = op.lhs, op.rhs
+    ta, tb = op.transpose_lhs is not None, op.transpose_rhs is not None
+    da = db = None
+    # C = op(A) @ op(B); transposes fold into the flags and are never materialised.
+    if need[0]:
+        if ta:  # dA = (dC @ op(B)^T)^T = op(B) @ dC^T
+            da = emit(frame.MatmulOp(b, dc, transpose_lhs=tb, transpose_rhs=True))
+        else:  # dA = dC @ op(B)^T
+            da = emit(frame.MatmulOp(dc, b, transpose_rhs=not tb))
+    if need[1]:
+        if tb:  # dB = (op(A)^T @ dC)^T = dC^T @ op(A)
+            db = emit(frame.MatmulOp(dc, a, transpose_lhs=True, transpose_rhs=ta))
+        else:  # dB = op(A)^T @ dC
+            db = emit(frame.MatmulOp(a, dc, transpose_lhs=not ta))
+    return [da, db]
+
+
+def _add(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    return [dc if need[0] else None, dc if need[1] else None]
+
+
+def _sub(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    return [dc if need[0] else None, emit(frame.NegOp(dc)) if need[1] else None]
+
+
+def _mul(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.MulOp)
+    return [
+        emit(frame.MulOp(dc, op.rhs)) if need[0] else None,
+        emit(frame.MulOp(dc, op.lhs)) if need[1] else None,
+    ]
+
+
+def _neg(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    return [emit(frame.NegOp(dc))]
+
+
+def _scale(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.ScaleOp)
+    return [emit(frame.ScaleOp(dc, op.factor.value.data))]
+
+
+def _relu(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.ReluOp)
+    return [emit(frame.ReluGradOp(op.input, dc))]
+
+
+def _transpose(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    return [emit(frame.TransposeOp(dc))]
+
+
+def _sum(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.SumOp)
+    return [emit(frame.BroadcastOp(dc, op.input.type))]
+
+
+def _broadcast(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    return [emit(frame.SumOp(dc))]
+
+
+def _mse_loss(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.MseLossOp)
+    dp = emit(frame.MseLossGradOp(op.lhs, op.rhs, dc))
+    # d/dt (p - t)^2 = -(d/dp): reuse dp rather than a second gradient kernel.
+    return [dp if need[0] else None, emit(frame.NegOp(dp)) if need[1] else None]
+
+
+VJP_RULES: dict[type[Operation], VjpRule] = {
+    frame.MatmulOp: _matmul,
+    frame.AddOp: _add,
+    frame.SubOp: _sub,
+    frame.MulOp: _mul,
+    frame.NegOp: _neg,
+    frame.ScaleOp: _scale,
+    frame.ReluOp: _relu,
+    frame.TransposeOp: _transpose,
+    frame.SumOp: _sum,
+    frame.BroadcastOp: _broadcast,
+    frame.MseLossOp: _mse_loss,
+}

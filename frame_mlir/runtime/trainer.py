@@ -1,0 +1,135 @@
+"""Training a v0 spec with the JIT-compiled train step.
+
+The host side only owns buffers: the data input, target, parameters and the
+arena are numpy arrays whose pointers are handed to `@<model>_train_step`,
+which computes forward, backward and the fused SGD update in place.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from frame_mlir.frontend.lower_spec import LoweredModel, lower_spec
+from frame_mlir.frontend.spec import ModelSpec
+from frame_mlir.passes.pipeline import run_pipeline
+from frame_mlir.runtime.executable import Executable, FunctionSignature, aligned_empty
+from frame_mlir.runtime.random import InitialValues, generate_initial_values
+
+
+@dataclass
+class TrainResult:
+    """What a training run produced."""
+
+    logged: list[tuple[int, float]]
+    losses: np.ndarray  # loss at every step, before that step's update
+    final_loss: float  # loss at the last step (the seed tool's `final_loss`)
+    evaluated_loss: float  # loss of the trained parameters (forward after the last update)
+    params: dict[str, np.ndarray]
+    compile_seconds: float
+    train_seconds: float
+    predictions: np.ndarray | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+class CompiledSpec:
+    """A spec compiled to native code: the forward function and the train step."""
+
+    def __init__(self, spec: ModelSpec, *, opt_level: int = 3):
+        t0 = time.perf_counter()
+        self.spec = spec
+        self.lowered: LoweredModel = lower_spec(spec)
+        module: ModuleOp = self.lowered.module
+        run_pipeline(module, spec.optimizer.learning_rate)
+        self.executable = Executable(module, opt_level=opt_level)
+        self.compile_seconds = time.perf_counter() - t0
+        name = self.lowered.function
+        self.forward_sig = self.executable.signatures[name]
+        self.step_sig = self.executable.signatures[f"{name}_train_step"]
+        self.forward_fn = self.executable.function(name)
+        self.step_fn = self.executable.function(f"{name}_train_step")
+
+
+class Session:
+    """Host buffers bound to a compiled spec: call `step()` to train one step."""
+
+    def __init__(self, compiled: CompiledSpec, values: InitialValues | None = None):
+        self.compiled = compiled
+        spec = compiled.spec
+        values = values or generate_initial_values(spec)
+        self.buffers: dict[str, np.ndarray] = {}
+        for name, arr in values.inputs.items():
+            self.buffers[name] = np.ascontiguousarray(arr, dtype=np.float32).copy()
+        self.buffers["target"] = np.ascontiguousarray(values.target, dtype=np.float32).copy()
+        for name, arr in values.params:
+            self.buffers[name] = np.ascontiguousarray(arr, dtype=np.float32).copy()
+        self.loss = np.zeros((), dtype=np.float32)
+        arena = max(compiled.step_sig.arena_size, compiled.forward_sig.arena_size, 64)
+        self.arena = aligned_empty(arena)
+        self._step_args = self._pointers(compiled.step_sig)
+        self._forward_args = self._pointers(compiled.forward_sig)
+
+    def _pointers(self, sig: FunctionSignature) -> list[ctypes.c_void_p]:
+        ptrs = []
+        for a in sig.args:
+            if a.kind == "arena":
+                ptrs.append(ctypes.c_void_p(self.arena.ctypes.data))
+            elif a.kind == "output":
+                ptrs.append(ctypes.c_void_p(self.loss.ctypes.data))
+            else:
+                buf = self.buffers[a.name]
+                if buf.nbytes != a.nbytes:
+                    raise ValueError(f"buffer '{a.name}' has {buf.nbytes} bytes, "
+                                     f"the compiled function expects {a.nbytes}")
+                ptrs.append(ctypes.c_void_p(buf.ctypes.data))
+        return ptrs
+
+    def step(self) -> float:
+        """One training step; returns the loss computed before the update."""
+        self.compiled.step_fn(*self._step_args)
+        return float(self.loss)
+
+    def evaluate(self) -> float:
+        """The loss of the current parameters (forward only)."""
+        self.compiled.forward_fn(*self._forward_args)
+        return float(self.loss)
+
+    def params(self) -> dict[str, np.ndarray]:
+        return {n: self.buffers[n].copy() for n in self.compiled.lowered.param_names}
+
+
+def logged_steps(steps: int, log_every: int) -> list[int]:
+    """Steps that print a line: every `log_every`-th (from 0) and the last one."""
+    out = list(range(0, steps, log_every)) if log_every > 0 else []
+    if steps - 1 not in out:
+        out.append(steps - 1)
+    return out
+
+
+def train(spec: ModelSpec, *, on_log: Callable[[int, float], None] | None = None,
+          compiled: CompiledSpec | None = None, values: InitialValues | None = None
+          ) -> TrainResult:
+    """Compile (unless given) and train `spec` for `training.steps` steps."""
+    compiled = compiled or CompiledSpec(spec)
+    session = Session(compiled, values)
+    steps = spec.training.steps
+    log_at = set(logged_steps(steps, spec.training.log_every))
+    losses = np.empty(steps, dtype=np.float32)
+    logged: list[tuple[int, float]] = []
+    t0 = time.perf_counter()
+    for i in range(steps):
+        loss = session.step()
+        losses[i] = loss
+        if i in log_at:
+            logged.append((i, loss))
+            if on_log is not None:
+                on_log(i, loss)
+    train_seconds = time.perf_counter() - t0
+    evaluated = session.evaluate()
+    return TrainResult(logged, losses, float(losses[-1]), evaluated, session.params(),
+                       compiled.compile_seconds, train_seconds)
