@@ -1,0 +1,68 @@
+"""What frame-run and frame-dslc share: load a spec, compile it, dump stages, train.
+
+The tools only parse arguments and call into here.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from frame_mlir.frontend.lower_spec import lower_spec
+from frame_mlir.frontend.spec import ModelSpec
+from frame_mlir.passes.pipeline import STAGE_NAMES, run_pipeline
+
+#: Stages after the llvm dialect: LLVM IR before and after O3, and host assembly.
+BACKEND_STAGES = ("llvm-ir", "llvm-opt", "asm")
+ALL_STAGES = ("frame-unshaped",) + STAGE_NAMES + BACKEND_STAGES
+
+
+def format_loss(value: float) -> str:
+    """Losses print with 9 significant digits: enough to round-trip a float32."""
+    return f"{value:.9g}"
+
+
+def emit_stage(spec: ModelSpec, stage: str, out: TextIO) -> None:
+    """Print the IR of `spec` at `stage` and stop."""
+    lowered = lower_spec(spec)
+    module = lowered.module
+    if stage == "frame-unshaped":
+        out.write(str(module) + "\n")
+        return
+    if stage in STAGE_NAMES:
+        run_pipeline(module, spec.optimizer.learning_rate, stop_after=stage)
+        out.write(str(module) + "\n")
+        return
+    run_pipeline(module, spec.optimizer.learning_rate)
+    from frame_mlir.backend.llvm.jit import jit_compile
+    from frame_mlir.backend.llvm.translate import to_llvm_text
+
+    text = to_llvm_text(module)
+    if stage == "llvm-ir":
+        out.write(text)
+        return
+    jit = jit_compile(text)
+    out.write(jit.optimized_ir() if stage == "llvm-opt" else jit.asm())
+
+
+def print_ir_after_all_hook(out: TextIO):
+    """An after-pass hook printing the module the way mlir-opt's flag does."""
+    def hook(p: ModulePass, module: ModuleOp) -> None:
+        out.write(f"// -----// IR Dump After {p.name} //----- //\n{module}\n\n")
+    return hook
+
+
+def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = False,
+                 show_predictions: bool = False) -> int:
+    """Compile and train `spec`, printing `step N loss V` lines and `final_loss V`."""
+    from frame_mlir.runtime.trainer import CompiledSpec, train
+
+    hook = print_ir_after_all_hook(sys.stderr) if print_ir_after_all else None
+    compiled = CompiledSpec(spec, after_pass=hook)
+    result = train(spec, compiled=compiled,
+                   on_log=lambda i, loss: out.write(f"step {i} loss {format_loss(loss)}\n"))
+    out.write(f"final_loss {format_loss(result.final_loss)}\n")
+    return 0

@@ -1,0 +1,52 @@
+"""frame-dslc: the seed tool's interface to schema-v0 model specs.
+
+    frame-dslc --check spec.json   validate; prints `OK <model name>`
+    frame-dslc --run spec.json     compile and train in process (like frame-run)
+    frame-dslc --emit spec.json --out DIR   (a later issue: standalone C++)
+
+Exit status is non-zero on any violation, with one error line per violation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="frame-dslc", description=__doc__.splitlines()[0])
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="validate the spec")
+    mode.add_argument("--run", action="store_true", help="compile and train")
+    mode.add_argument("--emit", action="store_true", help="emit a standalone C++ project")
+    p.add_argument("spec", help="model spec (JSON, schema_version 0)")
+    p.add_argument("--out", help="output directory for --emit")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `frame-dslc` console script."""
+    from frame_mlir.tools.errors import run_cli
+
+    def body() -> int:
+        args = build_parser().parse_args(argv)
+        from frame_mlir.frontend.spec_v0 import load_spec
+
+        spec = load_spec(args.spec)
+        if args.check:
+            print(f"OK {spec.name}")
+            return 0
+        if args.emit:
+            print("frame-dslc: error: --emit is not implemented yet (the C++ emitter "
+                  "is a later issue)", file=sys.stderr)
+            return 2
+        from frame_mlir.tools.driver import run_training
+
+        return run_training(spec, sys.stdout)
+
+    return run_cli("frame-dslc", body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

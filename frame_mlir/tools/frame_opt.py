@@ -1,0 +1,45 @@
+"""frame-opt: an mlir-opt style driver with the frame dialect and every project pass.
+
+    frame-opt file.mlir -p frame-shape-inference,frame-autodiff
+    frame-opt file.mlir -p convert-frame-to-linalg --verify-diagnostics
+
+All of xDSL's dialects and passes are available too (convert-linalg-to-loops,
+convert-scf-to-cf, cse, dce, ...). The IR is verified after every pass.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+
+class FrameOptMain(xDSLOptMain):
+    """xDSL's opt driver plus the frame dialect and the frame_mlir passes."""
+
+    version_format = "frame-opt (frame-mlir) on xdsl {xdsl_version}"
+
+    def register_all_dialects(self) -> None:
+        super().register_all_dialects()
+        from frame_mlir.dialects.frame import Frame
+
+        self.ctx.register_dialect("frame", lambda: Frame)
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        from frame_mlir.passes.registry import ALL_PASSES
+
+        for p in ALL_PASSES:
+            self.register_pass(p.name, lambda p=p: p)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `frame-opt` console script."""
+    from frame_mlir.tools.errors import run_cli
+
+    return run_cli("frame-opt", lambda: FrameOptMain(args=argv).run())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""frame-run: compile a schema-v0 model spec to native code and train it.
+
+    frame-run spec.json                      train, print `step N loss V`, `final_loss V`
+    frame-run spec.json --emit-stage=linalg  print the IR at a named stage and stop
+    frame-run spec.json --print-ir-after-all dump the IR after every pass (stderr)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from frame_mlir.tools.driver import ALL_STAGES
+
+    p = argparse.ArgumentParser(prog="frame-run", description=__doc__.splitlines()[0])
+    p.add_argument("spec", help="model spec (JSON, schema_version 0)")
+    p.add_argument("--emit-stage", choices=ALL_STAGES, metavar="STAGE",
+                   help=f"print the IR at STAGE and stop; one of: {', '.join(ALL_STAGES)}")
+    p.add_argument("--print-ir-after-all", action="store_true",
+                   help="print the IR after every pass to stderr")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `frame-run` console script."""
+    from frame_mlir.tools.errors import run_cli
+
+    def body() -> int:
+        args = build_parser().parse_args(argv)
+        from frame_mlir.frontend.spec_v0 import load_spec
+        from frame_mlir.tools.driver import emit_stage, run_training
+
+        spec = load_spec(args.spec)
+        if args.emit_stage:
+            emit_stage(spec, args.emit_stage, sys.stdout)
+            return 0
+        return run_training(spec, sys.stdout, print_ir_after_all=args.print_ir_after_all)
+
+    return run_cli("frame-run", body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
