@@ -55,13 +55,18 @@ class Stage:
     description: str
 
 
-def stages(lr: float) -> list[Stage]:
-    """The pipeline for SGD with learning rate `lr`, as named stages in order."""
+def stages(lr: float | None) -> list[Stage]:
+    """The pipeline as named stages in order.
+
+    With `lr=None` no SGD is fused: `@f_grad` stays a function returning the loss
+    and the gradients (what gradient checks and the Python API compile).
+    """
+    sgd: tuple[ModulePass, ...] = (FrameSgdFuse(lr=lr),) if lr is not None else ()
     return [
         Stage("frame", (FrameShapeInference(),), "frame IR with static shapes"),
         Stage("autodiff", (FrameAutodiff(),), "+ loss and parameter gradients"),
-        Stage("sgd", (FrameSgdFuse(lr=lr), CommonSubexpressionElimination(),
-                      DeadCodeElimination()), "SGD fused into the train step"),
+        Stage("sgd", (*sgd, CommonSubexpressionElimination(), DeadCodeElimination()),
+              "SGD fused into the train step"),
         Stage("linalg", (ConvertFrameToLinalg(),), "linalg on tensors"),
         Stage("bufferized", (FrameBufferize(),), "memrefs over a static arena"),
         Stage("loops", (ConvertLinalgToLoopsPass(),), "scf loops"),
@@ -96,16 +101,23 @@ def run_passes(ctx: Context, module: ModuleOp, passes: Sequence[ModulePass],
             after_pass(p, module)
 
 
-def run_pipeline(module: ModuleOp, lr: float, *, stop_after: str | None = None,
+def run_pipeline(module: ModuleOp, lr: float | None, *, stop_after: str | None = None,
+                 start_after: str | None = None,
                  after_pass: Callable[[ModulePass, ModuleOp], None] | None = None,
                  ctx: Context | None = None) -> ModuleOp:
-    """Run the stages on `module` in place, up to and including `stop_after`."""
-    if stop_after is not None and stop_after not in STAGE_NAMES:
-        raise ValueError(f"unknown stage '{stop_after}' (expected one of "
-                         f"{', '.join(STAGE_NAMES)})")
+    """Run the stages on `module` in place, from after `start_after` (default: the
+    beginning) up to and including `stop_after` (default: the end)."""
+    for name in (stop_after, start_after):
+        if name is not None and name not in STAGE_NAMES:
+            raise ValueError(f"unknown stage '{name}' (expected one of "
+                             f"{', '.join(STAGE_NAMES)})")
     ctx = ctx or make_context()
+    started = start_after is None
     for stage in stages(lr):
-        run_passes(ctx, module, stage.passes, after_pass)
+        if started:
+            run_passes(ctx, module, stage.passes, after_pass)
+        if stage.name == start_after:
+            started = True
         if stage.name == stop_after:
             break
     return module

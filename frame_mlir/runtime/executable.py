@@ -1,24 +1,28 @@
 """Compiled functions and their buffers.
 
-After bufferization every function takes only pointers, and its argument
+After bufferization every function takes only memrefs, and its argument
 attributes say what each one is: a data input, a parameter (`frame.param`),
 an out-parameter for a result (`frame.output`) or the arena (`frame.arena`).
-`Executable` reads that signature from the llvm-dialect module, JIT-compiles
-it, and calls it on numpy-owned host buffers. numpy only holds memory here:
-every computation runs in the generated code.
+`compile_module` runs the shared pipeline, reads that signature at the
+bufferized stage, finishes the lowering and JIT-compiles the module;
+`Executable` then calls its functions on numpy-owned host buffers. numpy only
+holds memory here: every computation runs in the generated code.
 """
 
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects import builtin, llvm
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.passes import ModulePass
 
 from frame_mlir.backend.llvm.jit import JitModule, jit_compile
 from frame_mlir.backend.llvm.translate import to_llvm_text
+from frame_mlir.passes.pipeline import run_pipeline
 
 
 @dataclass(frozen=True)
@@ -27,8 +31,15 @@ class ArgInfo:
 
     name: str
     kind: str  # "input" | "param" | "output" | "arena"
-    nbytes: int
-    result_index: int | None = None
+    shape: tuple[int, ...]
+    result_index: int | None = None  # for outputs, and for params updated in place
+
+    @property
+    def nbytes(self) -> int:
+        n = 1 if self.kind == "arena" else 4
+        for d in self.shape:
+            n *= d
+        return n
 
 
 @dataclass(frozen=True)
@@ -39,39 +50,40 @@ class FunctionSignature:
     args: tuple[ArgInfo, ...]
     arena_size: int
 
-    def index(self, name: str) -> int:
-        for i, a in enumerate(self.args):
-            if a.name == name:
-                return i
-        raise KeyError(f"@{self.name} has no argument '{name}'")
+    def of_kind(self, *kinds: str) -> list[ArgInfo]:
+        return [a for a in self.args if a.kind in kinds]
 
 
 def signatures(module: ModuleOp) -> dict[str, FunctionSignature]:
-    """Read the ABI of every llvm.func from its argument attributes."""
+    """Read the ABI of every bufferized func.func from its argument attributes."""
     out: dict[str, FunctionSignature] = {}
     for fn in module.ops:
-        if not isinstance(fn, llvm.FuncOp) or not fn.body.blocks:
+        if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
             continue
-        args: list[ArgInfo] = []
         block = fn.body.blocks[0]
         attrs = fn.arg_attrs.data if fn.arg_attrs is not None else [None] * len(block.args)
+        args: list[ArgInfo] = []
         for i, (arg, d) in enumerate(zip(block.args, attrs, strict=True)):
+            if not isinstance(arg.type, MemRefType):
+                raise ValueError(f"@{fn.sym_name.data}: argument #{i} is not a memref; "
+                                 "signatures are read after bufferization")
+            shape = tuple(arg.type.get_shape())
             entries = d.data if d is not None else {}
-            nb = entries.get("llvm.dereferenceable")
-            nbytes = nb.value.data if isinstance(nb, builtin.IntegerAttr) else 0
             name = arg.name_hint or f"arg{i}"
+            alias = entries.get("frame.aliasing_output")
+            alias_idx = alias.value.data if isinstance(alias, builtin.IntegerAttr) else None
             if "frame.arena" in entries:
-                args.append(ArgInfo("arena", "arena", nbytes))
+                args.append(ArgInfo("arena", "arena", shape))
             elif "frame.output" in entries:
                 r = entries["frame.output"]
                 assert isinstance(r, builtin.IntegerAttr)
-                args.append(ArgInfo(name, "output", nbytes, r.value.data))
+                args.append(ArgInfo(name, "output", shape, r.value.data))
             elif "frame.param" in entries:
                 p = entries["frame.param"]
                 assert isinstance(p, builtin.StringAttr)
-                args.append(ArgInfo(p.data, "param", nbytes))
+                args.append(ArgInfo(p.data, "param", shape, alias_idx))
             else:
-                args.append(ArgInfo(name, "input", nbytes))
+                args.append(ArgInfo(name, "input", shape))
         size = fn.attributes.get("frame.arena_size")
         arena = size.value.data if isinstance(size, builtin.IntegerAttr) else 0
         out[fn.sym_name.data] = FunctionSignature(fn.sym_name.data, tuple(args), arena)
@@ -79,20 +91,70 @@ def signatures(module: ModuleOp) -> dict[str, FunctionSignature]:
 
 
 def aligned_empty(nbytes: int, align: int = 64) -> np.ndarray:
-    """A byte buffer whose data pointer is `align`-aligned."""
+    """A zeroed byte buffer whose data pointer is `align`-aligned."""
     raw = np.zeros(nbytes + align, dtype=np.uint8)
     offset = (-raw.ctypes.data) % align
     return raw[offset:offset + nbytes]
 
 
 class Executable:
-    """A JIT-compiled llvm-dialect module with the signatures of its functions."""
+    """A JIT-compiled module with the signatures of its functions."""
 
-    def __init__(self, module: ModuleOp, *, opt_level: int = 3):
-        self.signatures = signatures(module)
-        self.llvm_ir = to_llvm_text(module)
+    def __init__(self, llvm_module: ModuleOp, sigs: dict[str, FunctionSignature], *,
+                 opt_level: int = 3):
+        self.signatures = sigs
+        self.llvm_ir = to_llvm_text(llvm_module)
         self.jit: JitModule = jit_compile(self.llvm_ir, opt_level=opt_level)
+        self._arena = aligned_empty(max([s.arena_size for s in sigs.values()] + [64]))
 
     def function(self, name: str) -> ctypes._CFuncPtr:
         """The ctypes callable of `@name` (all arguments are pointers)."""
         return self.jit.get_function(name)
+
+    def __call__(self, name: str, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Call `@name` on fresh copies of `inputs` (data inputs and params, in
+        argument order) and return its results as new arrays, in result order.
+
+        Parameters updated in place (after SGD fusion) are returned at their
+        result index too, so inputs are never mutated.
+        """
+        sig = self.signatures[name]
+        ins = sig.of_kind("input", "param")
+        if len(inputs) != len(ins):
+            raise ValueError(f"@{name} expects {len(ins)} inputs "
+                             f"({', '.join(a.name for a in ins)}), found {len(inputs)}")
+        results: dict[int, np.ndarray] = {}
+        ptrs: list[ctypes.c_void_p] = []
+        keep: list[np.ndarray] = []  # a c_void_p does not keep its array alive
+        it = iter(inputs)
+        for a in sig.args:
+            if a.kind == "arena":
+                buf = self._arena
+            elif a.kind == "output":
+                buf = np.zeros(a.shape, dtype=np.float32)
+                results[a.result_index or 0] = buf
+            else:
+                given = np.asarray(next(it))
+                if given.shape != a.shape:
+                    raise ValueError(f"@{name}: input '{a.name}' expected shape "
+                                     f"{list(a.shape)}, found {list(given.shape)}")
+                buf = np.array(given, dtype=np.float32, order="C", copy=True)
+                if a.result_index is not None:
+                    results[a.result_index] = buf
+            keep.append(buf)
+            ptrs.append(ctypes.c_void_p(buf.ctypes.data))
+        self.function(name)(*ptrs)
+        return tuple(results[i] for i in sorted(results))
+
+
+def compile_module(module: ModuleOp, *, lr: float | None = None, opt_level: int = 3,
+                   after_pass: Callable[[ModulePass, ModuleOp], None] | None = None
+                   ) -> Executable:
+    """Run the shared pipeline on a frame module (in place) and JIT-compile it.
+
+    `lr` fuses SGD into `@f_train_step`; without it `@f_grad` returns gradients.
+    """
+    run_pipeline(module, lr, stop_after="bufferized", after_pass=after_pass)
+    sigs = signatures(module)
+    run_pipeline(module, lr, start_after="bufferized", after_pass=after_pass)
+    return Executable(module, sigs, opt_level=opt_level)

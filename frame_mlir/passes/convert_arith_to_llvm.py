@@ -1,0 +1,294 @@
+"""convert-arith-to-llvm: lower `arith` ops to the `llvm` dialect (index becomes i64)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, llvm
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    VectorType,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+
+from frame_mlir.passes.llvm_common import (
+    cast_back,
+    erase_dead_casts,
+    intrinsic_suffix,
+    llvm_fastmath,
+    llvm_type,
+    to_llvm_all,
+)
+
+Rule = Callable[[Operation, PatternRewriter], None]
+
+
+def _replace(
+    rewriter: PatternRewriter, op: Operation, new_ops: list[Operation], result: SSAValue
+) -> None:
+    """Replace the single-result `op` by `new_ops`, casting `result` back if needed."""
+    value = cast_back(new_ops, result, op.results[0].type)
+    rewriter.replace(op, new_ops, [value])
+
+
+def _overflow(op: Operation) -> llvm.OverflowAttr:
+    flags = getattr(op, "overflow_flags", None)
+    data = flags.data if flags is not None else ()
+    return llvm.OverflowAttr([llvm.OverflowFlag(f.value) for f in data])
+
+
+def _element_width(typ: Attribute) -> int:
+    if isinstance(typ, VectorType):
+        typ = typ.element_type
+    assert isinstance(typ, IntegerType), typ
+    return typ.width.data
+
+
+def _with_element(typ: Attribute, element: Attribute) -> Attribute:
+    """`typ` with its element type replaced (scalars are their own element)."""
+    if isinstance(typ, VectorType):
+        return VectorType(element, typ.get_shape())
+    return element
+
+
+# ---------------------------------------------------------------------------------------
+# Rule factories: each returns the lowering of one arith op class.
+
+
+def _int_binary(llvm_cls: type[Operation], overflow: bool = False) -> Rule:
+    def rule(op: Operation, rewriter: PatternRewriter) -> None:
+        lhs, rhs = to_llvm_all(rewriter, op.operands)
+        if overflow:
+            new = llvm_cls(lhs, rhs, overflow=_overflow(op))  # type: ignore[call-arg]
+        else:
+            new = llvm_cls(lhs, rhs)  # type: ignore[call-arg]
+        _replace(rewriter, op, [new], new.results[0])
+
+    return rule
+
+
+def _float_binary(llvm_cls: type[Operation]) -> Rule:
+    def rule(op: Operation, rewriter: PatternRewriter) -> None:
+        lhs, rhs = to_llvm_all(rewriter, op.operands)
+        fastmath = llvm_fastmath(op.properties.get("fastmath"))
+        new = llvm_cls(lhs, rhs, fastmath)  # type: ignore[call-arg]
+        _replace(rewriter, op, [new], new.results[0])
+
+    return rule
+
+
+def _float_intrinsic(base: str) -> Rule:
+    """NaN-propagating min/max: `llvm.maximum`/`llvm.minimum` have arith's semantics."""
+
+    def rule(op: Operation, rewriter: PatternRewriter) -> None:
+        lhs, rhs = to_llvm_all(rewriter, op.operands)
+        typ = lhs.type
+        # Fast-math flags are dropped: xDSL's llvmlite translation rejects them on
+        # call_intrinsic, and they are only a hint here.
+        new = llvm.CallIntrinsicOp(f"{base}.{intrinsic_suffix(typ)}", [lhs, rhs], [typ])
+        _replace(rewriter, op, [new], new.results[0])
+
+    return rule
+
+
+def _int_minmax(predicate: str) -> Rule:
+    def rule(op: Operation, rewriter: PatternRewriter) -> None:
+        lhs, rhs = to_llvm_all(rewriter, op.operands)
+        if isinstance(lhs.type, VectorType):
+            return  # llvm.select in xDSL takes a scalar condition only
+        pred = IntegerAttr(llvm.ICmpPredicateFlag(predicate).to_int(), i64)
+        cmp = llvm.ICmpOp(lhs, rhs, pred)
+        sel = llvm.SelectOp(cmp.res, lhs, rhs)
+        _replace(rewriter, op, [cmp, sel], sel.res)
+
+    return rule
+
+
+def _int_resize(extend_cls: type[Operation]) -> Rule:
+    """index_cast / extsi / extui / trunci: extend, truncate or forward by bit width."""
+
+    def rule(op: Operation, rewriter: PatternRewriter) -> None:
+        (src,) = to_llvm_all(rewriter, op.operands)
+        dst_type = llvm_type(op.results[0].type)
+        src_width, dst_width = _element_width(src.type), _element_width(dst_type)
+        if src_width == dst_width:
+            _replace(rewriter, op, [], src)
+            return
+        cls = extend_cls if dst_width > src_width else llvm.TruncOp
+        new = cls(src, dst_type)  # type: ignore[call-arg]
+        _replace(rewriter, op, [new], new.results[0])
+
+    return rule
+
+
+def _cast(llvm_cls: type[Operation]) -> Rule:
+    def rule(op: Operation, rewriter: PatternRewriter) -> None:
+        (src,) = to_llvm_all(rewriter, op.operands)
+        new = llvm_cls(src, llvm_type(op.results[0].type))  # type: ignore[call-arg]
+        _replace(rewriter, op, [new], new.results[0])
+
+    return rule
+
+
+# ---------------------------------------------------------------------------------------
+# Rules that need more than one pattern.
+
+
+def _lower_uitofp(op: Operation, rewriter: PatternRewriter) -> None:
+    # xDSL's llvm dialect has no uitofp: zero-extend into a wider signed integer, which
+    # is exact, and convert that. LLVM folds the pair back into a uitofp.
+    (src,) = to_llvm_all(rewriter, op.operands)
+    width = _element_width(src.type)
+    wide = _with_element(src.type, IntegerType(64 if width < 64 else 2 * width))
+    ext = llvm.ZExtOp(src, wide)
+    conv = llvm.SIToFPOp(ext.res, llvm_type(op.results[0].type))
+    _replace(rewriter, op, [ext, conv], conv.result)
+
+
+def _lower_constant(op: Operation, rewriter: PatternRewriter) -> None:
+    assert isinstance(op, arith.ConstantOp)
+    typ = llvm_type(op.result.type)
+    value = op.value
+    if isinstance(value, IntegerAttr):
+        assert isinstance(typ, IntegerType)
+        attr: Attribute = IntegerAttr(value.value.data, typ)
+    elif isinstance(value, FloatAttr):
+        attr = value
+    elif isinstance(value, DenseIntOrFPElementsAttr) and not isinstance(
+        value.get_element_type(), IndexType
+    ):
+        attr = value
+    else:
+        return  # e.g. dense index vectors: left for the legality check to report
+    new = llvm.ConstantOp(attr, typ)
+    _replace(rewriter, op, [new], new.result)
+
+
+def _lower_cmpi(op: Operation, rewriter: PatternRewriter) -> None:
+    assert isinstance(op, arith.CmpiOp)
+    lhs, rhs = to_llvm_all(rewriter, op.operands)
+    # arith and llvm number the integer predicates identically.
+    new = llvm.ICmpOp(lhs, rhs, IntegerAttr(op.predicate.value.data, i64))
+    _replace(rewriter, op, [new], new.res)
+
+
+_CMPF_FALSE, _CMPF_TRUE = 0, 15
+
+
+def _lower_cmpf(op: Operation, rewriter: PatternRewriter) -> None:
+    assert isinstance(op, arith.CmpfOp)
+    pred = op.predicate.value.data
+    if isinstance(op.lhs.type, VectorType):
+        return  # llvm.fcmp in xDSL is scalar only
+    if pred in (_CMPF_FALSE, _CMPF_TRUE):
+        # xDSL's llvmlite translation cannot print the constant predicates.
+        const = llvm.ConstantOp(IntegerAttr(int(pred == _CMPF_TRUE), i1), i1)
+        _replace(rewriter, op, [const], const.result)
+        return
+    lhs, rhs = to_llvm_all(rewriter, op.operands)
+    # arith and llvm number the float predicates identically.
+    new = llvm.FCmpOp(lhs, rhs, IntegerAttr(pred, i64))
+    new.properties["fastmathFlags"] = llvm_fastmath(op.fastmath)
+    _replace(rewriter, op, [new], new.res)
+
+
+def _lower_select(op: Operation, rewriter: PatternRewriter) -> None:
+    cond, lhs, rhs = to_llvm_all(rewriter, op.operands)
+    if cond.type != i1:
+        return  # vector conditions: llvm.select in xDSL takes a scalar i1
+    new = llvm.SelectOp(cond, lhs, rhs)
+    _replace(rewriter, op, [new], new.res)
+
+
+def _lower_negf(op: Operation, rewriter: PatternRewriter) -> None:
+    assert isinstance(op, arith.NegfOp)
+    (src,) = to_llvm_all(rewriter, op.operands)
+    new = llvm.FNegOp(src, llvm_fastmath(op.fastmath))
+    _replace(rewriter, op, [new], new.res)
+
+
+ARITH_TO_LLVM: dict[type[Operation], Rule] = {
+    arith.ConstantOp: _lower_constant,
+    # integer arithmetic
+    arith.AddiOp: _int_binary(llvm.AddOp, overflow=True),
+    arith.SubiOp: _int_binary(llvm.SubOp, overflow=True),
+    arith.MuliOp: _int_binary(llvm.MulOp, overflow=True),
+    arith.ShLIOp: _int_binary(llvm.ShlOp, overflow=True),
+    arith.DivSIOp: _int_binary(llvm.SDivOp),
+    arith.DivUIOp: _int_binary(llvm.UDivOp),
+    arith.RemSIOp: _int_binary(llvm.SRemOp),
+    arith.RemUIOp: _int_binary(llvm.URemOp),
+    arith.AndIOp: _int_binary(llvm.AndOp),
+    arith.OrIOp: _int_binary(llvm.OrOp),
+    arith.XOrIOp: _int_binary(llvm.XOrOp),
+    arith.ShRUIOp: _int_binary(llvm.LShrOp),
+    arith.ShRSIOp: _int_binary(llvm.AShrOp),
+    arith.MaxSIOp: _int_minmax("sgt"),
+    arith.MinSIOp: _int_minmax("slt"),
+    arith.MaxUIOp: _int_minmax("ugt"),
+    arith.MinUIOp: _int_minmax("ult"),
+    arith.CmpiOp: _lower_cmpi,
+    arith.SelectOp: _lower_select,
+    # float arithmetic
+    arith.AddfOp: _float_binary(llvm.FAddOp),
+    arith.SubfOp: _float_binary(llvm.FSubOp),
+    arith.MulfOp: _float_binary(llvm.FMulOp),
+    arith.DivfOp: _float_binary(llvm.FDivOp),
+    arith.MaxnumfOp: _float_binary(llvm.VectorFMaxOp),
+    arith.MinnumfOp: _float_binary(llvm.VectorFMinOp),
+    arith.MaximumfOp: _float_intrinsic("llvm.maximum"),
+    arith.MinimumfOp: _float_intrinsic("llvm.minimum"),
+    arith.NegfOp: _lower_negf,
+    arith.CmpfOp: _lower_cmpf,
+    # conversions
+    arith.IndexCastOp: _int_resize(llvm.SExtOp),
+    arith.ExtSIOp: _int_resize(llvm.SExtOp),
+    arith.ExtUIOp: _int_resize(llvm.ZExtOp),
+    arith.TruncIOp: _int_resize(llvm.TruncOp),
+    arith.SIToFPOp: _cast(llvm.SIToFPOp),
+    arith.UIToFPOp: _lower_uitofp,
+    arith.ExtFOp: _cast(llvm.FPExtOp),
+    arith.TruncFOp: _cast(llvm.FPTruncOp),
+    arith.BitcastOp: _cast(llvm.BitcastOp),
+}
+"""Lowering rule per arith op. Ops without a rule (fptosi/fptoui: xDSL's llvm dialect
+has no such op; ceildiv/floordiv) are left in place for the legality check to report."""
+
+
+class ArithToLLVMPattern(RewritePattern):
+    """Dispatch an arith op to its rule in `ARITH_TO_LLVM`."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        rule = ARITH_TO_LLVM.get(type(op))
+        if rule is not None:
+            rule(op, rewriter)
+
+
+@dataclass(frozen=True)
+class ConvertArithToLLVMPass(ModulePass):
+    """Lower `arith` ops to `llvm` ops, converting `index` to `i64`.
+
+    Expects: scalar (or, where xDSL's llvm dialect allows, vector) arith ops.
+    Guarantees: every op with a rule in `ARITH_TO_LLVM` becomes llvm ops carrying the
+    same fast-math / overflow flags (`arith.maximumf`/`minimumf` become the NaN-
+    propagating `llvm.maximum`/`llvm.minimum` intrinsics); operands and results whose
+    types change (index) are bridged with `builtin.unrealized_conversion_cast`, removed
+    later by `reconcile-unrealized-casts`. Ops without a rule are left unchanged.
+    """
+
+    name = "convert-arith-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(ArithToLLVMPattern(), apply_recursively=False).rewrite_module(op)
+        erase_dead_casts(op)

@@ -1,0 +1,144 @@
+"""convert-memref-to-llvm: bare-pointer lowering of memref accesses to GEP + load/store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import llvm, memref
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, i8, i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.utils.exceptions import PassFailedException
+
+from frame_mlir.passes.llvm_common import (
+    cast_back,
+    element_byte_size,
+    erase_dead_casts,
+    llvm_type,
+    static_strides,
+    to_llvm,
+    to_llvm_all,
+)
+
+# In-bounds memref indices are non-negative and their linearization stays below the
+# element count (out-of-bounds access is UB), so neither wrap can happen; saying so
+# lets SCEV see affine address recurrences.
+_NO_WRAP = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP, llvm.OverflowFlag.NO_UNSIGNED_WRAP])
+
+
+def _element_pointer(
+    rewriter: PatternRewriter, memref_value: SSAValue, indices: list[SSAValue]
+) -> tuple[list[Operation], SSAValue, int]:
+    """Ops computing the address of `memref_value[indices]`, the address, and the
+    element alignment.
+
+    The address is a `getelementptr inbounds` on the element type: LLVM's vectorizer
+    and alias analysis understand GEPs, but not ptrtoint/inttoptr arithmetic.
+    """
+    typ = memref_value.type
+    assert isinstance(typ, MemRefType)
+    strides = static_strides(typ)
+    base = to_llvm(rewriter, memref_value)
+    idx = to_llvm_all(rewriter, indices)
+    ops: list[Operation] = []
+    linear: SSAValue | None = None
+    for index, stride in zip(idx, strides, strict=True):
+        term = index
+        if stride != 1:
+            const = llvm.ConstantOp(IntegerAttr(stride, i64), i64)
+            mul = llvm.MulOp(index, const.result, overflow=_NO_WRAP)
+            ops += [const, mul]
+            term = mul.res
+        if linear is None:
+            linear = term
+        else:
+            add = llvm.AddOp(linear, term, overflow=_NO_WRAP)
+            ops.append(add)
+            linear = add.res
+    element = llvm_type(typ.element_type)
+    align = element_byte_size(typ.element_type)
+    if linear is None:  # 0-d memref: the pointer is the element
+        return ops, base, align
+    gep = llvm.GEPOp.from_mixed_indices(base, [linear], element, inbounds=True)
+    ops.append(gep)
+    return ops, gep.result, align
+
+
+class LowerLoad(RewritePattern):
+    """`memref.load %m[%i, %j]` -> GEP inbounds + `llvm.load` with the element alignment."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.LoadOp, rewriter: PatternRewriter, /) -> None:
+        ops, ptr, align = _element_pointer(rewriter, op.memref, list(op.indices))
+        # Alignment is the element size, the only thing the ABI promises: LLVM would
+        # otherwise assume the type's ABI alignment for vector accesses it forms.
+        load = llvm.LoadOp(ptr, llvm_type(op.res.type), alignment=align)
+        ops.append(load)
+        value = cast_back(ops, load.dereferenced_value, op.res.type)
+        rewriter.replace(op, ops, [value])
+
+
+class LowerStore(RewritePattern):
+    """`memref.store %v, %m[%i, %j]` -> GEP inbounds + `llvm.store` (element alignment)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.StoreOp, rewriter: PatternRewriter, /) -> None:
+        ops, ptr, align = _element_pointer(rewriter, op.memref, list(op.indices))
+        value = to_llvm(rewriter, op.value)
+        ops.append(llvm.StoreOp(value, ptr, alignment=align))
+        rewriter.replace(op, ops, [])
+
+
+class LowerView(RewritePattern):
+    """`memref.view %arena[%off][]` -> `getelementptr inbounds i8` by the byte offset."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.ViewOp, rewriter: PatternRewriter, /) -> None:
+        if op.sizes:
+            raise PassFailedException(
+                "convert-memref-to-llvm: memref.view with dynamic sizes is not supported "
+                "by the bare-pointer ABI"
+            )
+        result_type = op.result.type
+        assert isinstance(result_type, MemRefType)
+        static_strides(result_type)  # raises on dynamic shapes / non-identity layouts
+        base = to_llvm(rewriter, op.source)
+        offset = to_llvm(rewriter, op.byte_shift)
+        gep = llvm.GEPOp.from_mixed_indices(base, [offset], i8, inbounds=True)
+        ops: list[Operation] = [gep]
+        value = cast_back(ops, gep.result, result_type)
+        rewriter.replace(op, ops, [value])
+
+
+@dataclass(frozen=True)
+class ConvertMemrefToLLVMPass(ModulePass):
+    """Lower memref accesses to LLVM with the bare-pointer ABI.
+
+    Every memref value is an `!llvm.ptr` to its first element (the uses of non-converted
+    memref values get an `unrealized_conversion_cast` to `!llvm.ptr`).
+
+    Expects: statically shaped, identity-layout memrefs; `memref.view` with a byte
+    offset and no dynamic sizes. Fails (PassFailedException) otherwise.
+    Guarantees: `memref.load`/`memref.store` become a row-major linearized index
+    (`nsw nuw` mul/add on i64), one `getelementptr inbounds` on the element type and an
+    `llvm.load`/`llvm.store` with the element's natural alignment (4 for f32); 0-d
+    memrefs access the pointer directly; `memref.view` becomes a `getelementptr
+    inbounds` on i8. Other memref ops (alloc, subview, ...) are left unchanged.
+    """
+
+    name = "convert-memref-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        patterns = GreedyRewritePatternApplier(
+            [LowerLoad(), LowerStore(), LowerView()], dce_enabled=False
+        )
+        PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
+        erase_dead_casts(op)

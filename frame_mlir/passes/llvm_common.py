@@ -1,0 +1,219 @@
+"""Shared helpers of the `convert-*-to-llvm` passes: type conversion and cast glue.
+
+The loop-to-LLVM lowering is split into one pass per source dialect, as upstream MLIR
+does. Each pass rewrites only its own ops and bridges type mismatches at the boundary
+with `builtin.unrealized_conversion_cast`; `reconcile-unrealized-casts` removes the
+cast pairs once every dialect has been converted.
+
+Type conversion (the bare-pointer ABI):
+- `index` becomes `i64` (also inside vectors),
+- every `memref` becomes `!llvm.ptr` (shapes are static with identity layout, so the
+  pointer to the first element is the whole descriptor),
+- every other type (integers, floats, vectors, llvm types) is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AnyFloat,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    UnrealizedConversionCastOp,
+    VectorType,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir.affine import AffineMap
+from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
+
+INDEX_BITWIDTH = 64
+"""Bit width `index` lowers to (the host is a 64-bit target)."""
+
+
+def llvm_type(typ: Attribute) -> Attribute:
+    """The LLVM-compatible type `typ` lowers to (itself when already compatible)."""
+    if isinstance(typ, IndexType):
+        return i64
+    if isinstance(typ, MemRefType):
+        return llvm.LLVMPointerType()
+    if isinstance(typ, VectorType) and isinstance(typ.element_type, IndexType):
+        return VectorType(i64, typ.get_shape())
+    return typ
+
+
+def is_llvm_type(typ: Attribute) -> bool:
+    """Whether `typ` needs no conversion."""
+    return llvm_type(typ) == typ
+
+
+def coerce(rewriter: PatternRewriter, value: SSAValue, target: Attribute) -> SSAValue:
+    """Return `value` as a value of type `target`, inserting a cast before the matched op.
+
+    When `value` is itself a cast from `target` (the other half of a conversion done by
+    an earlier pattern), the original value is reused, so chains do not pile up.
+    """
+    if value.type == target:
+        return value
+    owner = value.owner
+    if (
+        isinstance(owner, UnrealizedConversionCastOp)
+        and len(owner.inputs) == 1
+        and owner.inputs[0].type == target
+    ):
+        return owner.inputs[0]
+    before = rewriter.insertion_point.insert_before
+    if before is not None and (existing := _dominating_cast(value, target, before)):
+        return existing
+    cast = UnrealizedConversionCastOp.get([value], [target])
+    rewriter.insert(cast)
+    return cast.results[0]
+
+
+def _dominating_cast(value: SSAValue, target: Attribute, before: Operation) -> SSAValue | None:
+    """An existing cast of `value` to `target` that dominates `before`, if any.
+
+    Only casts earlier in the same block as `before` (or as one of its ancestors) are
+    considered: that needs no dominance analysis and catches the common case of one
+    loop index used by several accesses.
+    """
+    for use in value.uses:
+        cast = use.operation
+        if not (
+            isinstance(cast, UnrealizedConversionCastOp)
+            and len(cast.results) == 1
+            and cast.results[0].type == target
+        ):
+            continue
+        block = cast.parent_block()
+        anchor: Operation | None = before
+        while anchor is not None and anchor.parent_block() is not block:
+            anchor = anchor.parent_op()
+        if anchor is not None and cast.is_before_in_block(anchor):
+            return cast.results[0]
+    return None
+
+
+def to_llvm(rewriter: PatternRewriter, value: SSAValue) -> SSAValue:
+    """`value` converted to its LLVM-compatible type (see `llvm_type`)."""
+    return coerce(rewriter, value, llvm_type(value.type))
+
+
+def to_llvm_all(rewriter: PatternRewriter, values: Iterable[SSAValue]) -> list[SSAValue]:
+    """`to_llvm` applied to each value."""
+    return [to_llvm(rewriter, v) for v in values]
+
+
+def cast_back(new_ops: list[Operation], value: SSAValue, original: Attribute) -> SSAValue:
+    """Return `value` typed as `original`, appending the cast to `new_ops` if needed.
+
+    Used on results: the users of the replaced op still expect the original type until
+    their own dialect is converted.
+    """
+    if value.type == original:
+        return value
+    cast = UnrealizedConversionCastOp.get([value], [original])
+    new_ops.append(cast)
+    return cast.results[0]
+
+
+def retype_block_args(block: Block) -> None:
+    """Give the block's arguments their LLVM types; casts back keep the uses valid.
+
+    The caller is responsible for making the incoming values (branch operands, or the
+    function signature for an entry block) match the new types.
+    """
+    casts: list[Operation] = []
+    for arg in block.args:
+        target = llvm_type(arg.type)
+        if target == arg.type:
+            continue
+        original = arg.type
+        new_arg = Rewriter.replace_value_with_new_type(arg, target)
+        if not new_arg.uses:
+            continue
+        cast = UnrealizedConversionCastOp.get([new_arg], [original])
+        casts.append(cast)
+        new_arg.replace_uses_with_if(cast.results[0], lambda use, c=cast: use.operation is not c)
+    if casts:
+        Rewriter.insert_op(casts, InsertPoint.at_start(block))
+
+
+def erase_dead_casts(module: ModuleOp) -> None:
+    """Erase unused `unrealized_conversion_cast` ops (leftovers of reused chains)."""
+    changed = True
+    while changed:
+        changed = False
+        for op in list(module.walk()):
+            if isinstance(op, UnrealizedConversionCastOp) and all(
+                not r.uses for r in op.results
+            ):
+                op.detach()
+                op.erase()
+                changed = True
+
+
+def llvm_fastmath(flags: Attribute | None) -> llvm.FastMathAttr:
+    """Translate an `arith.fastmath` attribute (or None) to `llvm.fastmath`."""
+    data = getattr(flags, "data", None)
+    if not data:
+        return llvm.FastMathAttr(None)
+    return llvm.FastMathAttr(data)
+
+
+def intrinsic_suffix(typ: Attribute) -> str:
+    """The overload suffix of an LLVM intrinsic on `typ` (`f32`, `v16f32`, ...)."""
+    if isinstance(typ, VectorType):
+        return f"v{typ.get_shape()[0]}{intrinsic_suffix(typ.element_type)}"
+    if isinstance(typ, Float16Type | Float32Type | Float64Type):
+        return f"f{typ.bitwidth}"
+    if isinstance(typ, IntegerType):
+        return f"i{typ.width.data}"
+    raise PassFailedException(f"no LLVM intrinsic overload for type {typ}")
+
+
+def element_byte_size(typ: Attribute) -> int:
+    """Size in bytes of one memref element (its natural alignment too)."""
+    if isinstance(typ, IndexType):
+        return INDEX_BITWIDTH // 8
+    if isinstance(typ, AnyFloat):
+        return typ.bitwidth // 8
+    if isinstance(typ, IntegerType):
+        # LLVM stores iN in the next power-of-two number of bytes (i1 in one byte).
+        nbytes = max(1, (typ.width.data + 7) // 8)
+        return 1 << (nbytes - 1).bit_length()
+    raise PassFailedException(f"unsupported memref element type {typ}")
+
+
+def static_strides(typ: MemRefType) -> list[int]:
+    """Row-major element strides of a statically shaped, identity-layout memref.
+
+    Raises PassFailedException otherwise: the bare-pointer ABI carries no sizes or
+    strides at run time.
+    """
+    shape = typ.get_shape()
+    if any(d < 0 for d in shape):
+        raise PassFailedException(f"bare-pointer lowering needs a static shape, got {typ}")
+    layout = typ.layout
+    identity = isinstance(layout, NoneAttr) or (
+        isinstance(layout, AffineMapAttr) and layout.data == AffineMap.identity(len(shape))
+    )
+    if not identity:
+        raise PassFailedException(f"bare-pointer lowering needs an identity layout, got {typ}")
+    strides: list[int] = []
+    running = 1
+    for dim in reversed(shape):
+        strides.append(running)
+        running *= dim
+    return strides[::-1]

@@ -1,0 +1,83 @@
+"""The loop-level IR -> llvm dialect pipeline, verified after every pass.
+
+    scf.for / arith / math / memref / func   (loop-level IR)
+      convert-scf-to-cf            loops -> cf.br / cf.cond_br with block arguments
+      convert-math-to-llvm         math -> llvm.intr.* / llvm.call_intrinsic
+      convert-arith-to-llvm        arith -> llvm, index -> i64
+      convert-memref-to-llvm       load/store/view -> getelementptr inbounds + load/store
+      convert-cf-to-llvm           cf -> llvm.br / llvm.cond_br (block args become phis)
+      convert-func-to-llvm         func -> llvm.func (bare pointers, noalias, void)
+      reconcile-unrealized-casts   drop the casts that bridged the passes
+      dce
+    llvm dialect only -> frame_mlir.backend.llvm.translate -> llvmlite
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
+from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPass
+
+from frame_mlir.passes.convert_arith_to_llvm import ConvertArithToLLVMPass
+from frame_mlir.passes.convert_cf_to_llvm import ConvertCfToLLVMPass
+from frame_mlir.passes.convert_func_to_llvm import ConvertFuncToLLVMPass
+from frame_mlir.passes.convert_math_to_llvm import ConvertMathToLLVMPass
+from frame_mlir.passes.convert_memref_to_llvm import ConvertMemrefToLLVMPass
+
+LOOPS_TO_LLVM: list[ModulePass] = [
+    ConvertScfToCf(),
+    # math first: its lowerings must not leave arith ops behind for a later pass.
+    ConvertMathToLLVMPass(),
+    ConvertArithToLLVMPass(),
+    ConvertMemrefToLLVMPass(),
+    ConvertCfToLLVMPass(),
+    ConvertFuncToLLVMPass(),
+    ReconcileUnrealizedCastsPass(),
+    DeadCodeElimination(),
+]
+"""The passes from loop-level IR to the llvm dialect, in order."""
+
+
+class LoweringError(Exception):
+    """A pass of the LLVM lowering failed or produced invalid / incompletely lowered IR.
+
+    `pass_name` names the pass (or `legality-check` for leftovers after the last one).
+    """
+
+    def __init__(self, pass_name: str, message: str):
+        super().__init__(f"{pass_name}: {message}")
+        self.pass_name = pass_name
+
+
+def check_llvm_only(module: ModuleOp) -> None:
+    """Raise LoweringError naming every op that is not in the llvm dialect."""
+    leftovers = Counter(
+        op.name for op in module.walk() if op is not module and not op.name.startswith("llvm.")
+    )
+    if leftovers:
+        listed = ", ".join(f"{name} (x{n})" for name, n in sorted(leftovers.items()))
+        raise LoweringError("legality-check", f"ops not lowered to the llvm dialect: {listed}")
+
+
+def lower_loops_to_llvm(ctx: Context, module: ModuleOp) -> None:
+    """Lower loop-level IR in `module` to the llvm dialect, in place.
+
+    Verifies the module after every pass of `LOOPS_TO_LLVM` and checks at the end that
+    only llvm ops remain. Raises LoweringError naming the pass that failed, produced
+    invalid IR, or (`legality-check`) the ops left unlowered.
+    """
+    for lowering_pass in LOOPS_TO_LLVM:
+        try:
+            lowering_pass.apply(ctx, module)
+        except Exception as err:
+            raise LoweringError(lowering_pass.name, f"pass failed: {err}") from err
+        try:
+            module.verify()
+        except Exception as err:
+            raise LoweringError(lowering_pass.name, f"produced invalid IR: {err}") from err
+    check_llvm_only(module)

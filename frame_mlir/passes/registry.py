@@ -1,0 +1,29 @@
+"""Every project pass, registered by name for frame-opt and the pipelines."""
+
+from __future__ import annotations
+
+from xdsl.passes import ModulePass
+
+from frame_mlir.passes.convert_arith_to_llvm import ConvertArithToLLVMPass
+from frame_mlir.passes.convert_cf_to_llvm import ConvertCfToLLVMPass
+from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
+from frame_mlir.passes.convert_func_to_llvm import ConvertFuncToLLVMPass
+from frame_mlir.passes.convert_math_to_llvm import ConvertMathToLLVMPass
+from frame_mlir.passes.convert_memref_to_llvm import ConvertMemrefToLLVMPass
+from frame_mlir.passes.frame_autodiff import FrameAutodiff
+from frame_mlir.passes.frame_bufferize import FrameBufferize
+from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
+from frame_mlir.passes.frame_shape_inference import FrameShapeInference
+
+ALL_PASSES: list[type[ModulePass]] = [
+    FrameShapeInference,
+    FrameAutodiff,
+    FrameSgdFuse,
+    ConvertFrameToLinalg,
+    FrameBufferize,
+    ConvertMathToLLVMPass,
+    ConvertArithToLLVMPass,
+    ConvertMemrefToLLVMPass,
+    ConvertCfToLLVMPass,
+    ConvertFuncToLLVMPass,
+]
