@@ -89,13 +89,18 @@ def _float_binary(llvm_cls: type[Operation]) -> Rule:
 
 
 def _float_intrinsic(base: str) -> Rule:
-    """NaN-propagating min/max: `llvm.maximum`/`llvm.minimum` have arith's semantics."""
+    """Float min/max as a call of the type-mangled intrinsic (`llvm.maximum.f32`).
+
+    `llvm.maximum`/`llvm.minimum` propagate NaN like `arith.maximumf`/`minimumf`;
+    `llvm.maxnum`/`minnum` match `arith.maxnumf`/`minnumf`. A call rather than xDSL's
+    `llvm.intr.maxnum`: its translation declares the unmangled name, which breaks a
+    module using it at two types. Fast-math flags are dropped: xDSL's translation
+    rejects them on call_intrinsic, and they are only a hint here.
+    """
 
     def rule(op: Operation, rewriter: PatternRewriter) -> None:
         lhs, rhs = to_llvm_all(rewriter, op.operands)
         typ = lhs.type
-        # Fast-math flags are dropped: xDSL's llvmlite translation rejects them on
-        # call_intrinsic, and they are only a hint here.
         new = llvm.CallIntrinsicOp(f"{base}.{intrinsic_suffix(typ)}", [lhs, rhs], [typ])
         _replace(rewriter, op, [new], new.results[0])
 
@@ -245,8 +250,8 @@ ARITH_TO_LLVM: dict[type[Operation], Rule] = {
     arith.SubfOp: _float_binary(llvm.FSubOp),
     arith.MulfOp: _float_binary(llvm.FMulOp),
     arith.DivfOp: _float_binary(llvm.FDivOp),
-    arith.MaxnumfOp: _float_binary(llvm.VectorFMaxOp),
-    arith.MinnumfOp: _float_binary(llvm.VectorFMinOp),
+    arith.MaxnumfOp: _float_intrinsic("llvm.maxnum"),
+    arith.MinnumfOp: _float_intrinsic("llvm.minnum"),
     arith.MaximumfOp: _float_intrinsic("llvm.maximum"),
     arith.MinimumfOp: _float_intrinsic("llvm.minimum"),
     arith.NegfOp: _lower_negf,
@@ -281,8 +286,8 @@ class ConvertArithToLLVMPass(ModulePass):
 
     Expects: scalar (or, where xDSL's llvm dialect allows, vector) arith ops.
     Guarantees: every op with a rule in `ARITH_TO_LLVM` becomes llvm ops carrying the
-    same fast-math / overflow flags (`arith.maximumf`/`minimumf` become the NaN-
-    propagating `llvm.maximum`/`llvm.minimum` intrinsics); operands and results whose
+    same fast-math / overflow flags (float min/max become calls of the `llvm.maximum`,
+    `llvm.minimum`, `llvm.maxnum`, `llvm.minnum` intrinsics, without flags); operands and results whose
     types change (index) are bridged with `builtin.unrealized_conversion_cast`, removed
     later by `reconcile-unrealized-casts`. Ops without a rule are left unchanged.
     """

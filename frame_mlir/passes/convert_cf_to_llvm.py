@@ -47,9 +47,7 @@ class LowerCondBranch(RewritePattern):
     """`cf.cond_br` -> `llvm.cond_br`, with converted successor operands."""
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(
-        self, op: cf.ConditionalBranchOp, rewriter: PatternRewriter, /
-    ) -> None:
+    def match_and_rewrite(self, op: cf.ConditionalBranchOp, rewriter: PatternRewriter, /) -> None:
         then_args = _operands_for(rewriter, op.then_arguments, op.then_block)
         else_args = _operands_for(rewriter, op.else_arguments, op.else_block)
         new = llvm.CondBrOp(op.cond, op.then_block, then_args, op.else_block, else_args)

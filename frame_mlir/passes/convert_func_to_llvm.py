@@ -66,9 +66,9 @@ class LowerFunc(RewritePattern):
             entries: dict[str, Attribute] = dict(old.data) if old is not None else {}
             if isinstance(typ, MemRefType):
                 if self.noalias:
-                    # Distinct argument buffers never overlap (views of the arena are
-                    # derived from the one arena pointer); this is what lets LLVM
-                    # vectorize without runtime alias checks.
+                    # The ABI contract: no two memref arguments overlap (views into
+                    # the arena derive from the one arena pointer, which is fine).
+                    # It spares LLVM's vectorizer runtime alias checks.
                     entries["llvm.noalias"] = UnitAttr()
                 if all(d >= 0 for d in typ.get_shape()) and (size := _memref_bytes(typ)):
                     # Static shapes make the whole buffer dereferenceable, which lets
@@ -109,9 +109,7 @@ class LowerReturn(RewritePattern):
     def match_and_rewrite(self, op: func.ReturnOp, rewriter: PatternRewriter, /) -> None:
         values = to_llvm_all(rewriter, op.arguments)
         if len(values) > 1:
-            raise PassFailedException(
-                "convert-func-to-llvm: func.return with more than one value"
-            )
+            raise PassFailedException("convert-func-to-llvm: func.return with more than one value")
         rewriter.replace(op, [llvm.ReturnOp(values[0] if values else None)])
 
 

@@ -22,31 +22,16 @@ from frame_mlir.passes.llvm_common import (
 Rule = Callable[[Operation, PatternRewriter], None]
 
 
-def _unary_op(llvm_cls: type[Operation]) -> Rule:
-    """Ops xDSL's llvm dialect has as `llvm.intr.*` (they carry fast-math flags)."""
+def _intrinsic(base: str) -> Rule:
+    """Lower to `llvm.call_intrinsic "<base>.<type suffix>"` (e.g. `llvm.exp.f32`).
 
-    def rule(op: Operation, rewriter: PatternRewriter) -> None:
-        (src,) = to_llvm_all(rewriter, op.operands)
-        new = llvm_cls(src, llvm_fastmath(op.properties.get("fastmath")))  # type: ignore[call-arg]
-        rewriter.replace(op, [new])
-
-    return rule
-
-
-def _binary_op(llvm_cls: type[Operation]) -> Rule:
-    def rule(op: Operation, rewriter: PatternRewriter) -> None:
-        lhs, rhs = to_llvm_all(rewriter, op.operands)
-        new = llvm_cls(lhs, rhs, llvm_fastmath(op.properties.get("fastmath")))  # type: ignore[call-arg]
-        rewriter.replace(op, [new])
-
-    return rule
-
-
-def _intrinsic_call(base: str) -> Rule:
-    """Intrinsics xDSL's llvm dialect lacks as ops (e.g. `llvm.tanh`): a generic call.
-
-    LLVM lowers these to libm calls (`tanhf`, ...), which MCJIT resolves in-process.
-    Fast-math flags are dropped: xDSL's translation rejects them on call_intrinsic.
+    A call with the type-mangled name rather than xDSL's `llvm.intr.*` ops: their
+    llvmlite translation declares the unmangled name (`llvm.exp`), so one module using
+    an intrinsic at two types (f32 and f64, or a scalar and a vector) fails to
+    translate. Fast-math flags are dropped either way: xDSL's translation ignores them
+    on `llvm.intr.*` and rejects them on `llvm.call_intrinsic`. LLVM lowers intrinsics
+    without a native instruction (tanh, exp, ...) to libm calls, which MCJIT resolves
+    in-process.
     """
 
     def rule(op: Operation, rewriter: PatternRewriter) -> None:
@@ -58,52 +43,47 @@ def _intrinsic_call(base: str) -> Rule:
     return rule
 
 
-def _lower_absf(op: Operation, rewriter: PatternRewriter) -> None:
-    assert isinstance(op, math.AbsFOp)
-    (src,) = to_llvm_all(rewriter, op.operands)
-    rewriter.replace(op, [llvm.FAbsOp(src, src.type, llvm_fastmath(op.fastmath))])
-
-
 def _lower_rsqrt(op: Operation, rewriter: PatternRewriter) -> None:
     assert isinstance(op, math.RsqrtOp)
     (src,) = to_llvm_all(rewriter, op.operands)
     if isinstance(src.type, VectorType):
         return  # would need a splat constant
-    fastmath = llvm_fastmath(op.fastmath)
-    one = llvm.ConstantOp(FloatAttr(1.0, src.type), src.type)  # type: ignore[arg-type]
-    sqrt = llvm.FSqrtOp(src, fastmath)
-    div = llvm.FDivOp(one.result, sqrt.results[0], fastmath)
+    typ = src.type
+    one = llvm.ConstantOp(FloatAttr(1.0, typ), typ)  # type: ignore[arg-type]
+    sqrt = llvm.CallIntrinsicOp(f"llvm.sqrt.{intrinsic_suffix(typ)}", [src], [typ])
+    assert sqrt.ress is not None
+    div = llvm.FDivOp(one.result, sqrt.ress, llvm_fastmath(op.fastmath))
     rewriter.replace(op, [one, sqrt, div])
 
 
 def _lower_fma(op: Operation, rewriter: PatternRewriter) -> None:
     a, b, c = to_llvm_all(rewriter, op.operands)
-    # No fast-math flags: xDSL's translation of llvm.intr.fma rejects them.
+    # llvm.intr.fma translates with a mangled name; it takes no fast-math flags there.
     rewriter.replace(op, [llvm.FMAOp(a, b, c)])
 
 
 MATH_TO_LLVM: dict[type[Operation], Rule] = {
-    math.ExpOp: _unary_op(llvm.FExpOp),
-    math.Exp2Op: _unary_op(llvm.FExp2Op),
-    math.LogOp: _unary_op(llvm.FLogOp),
-    math.Log2Op: _unary_op(llvm.FLog2Op),
-    math.SqrtOp: _unary_op(llvm.FSqrtOp),
-    math.SinOp: _unary_op(llvm.FSinOp),
-    math.CosOp: _unary_op(llvm.FCosOp),
-    math.FloorOp: _unary_op(llvm.FFloorOp),
-    math.CeilOp: _unary_op(llvm.FCeilOp),
-    math.AbsFOp: _lower_absf,
+    math.ExpOp: _intrinsic("llvm.exp"),
+    math.Exp2Op: _intrinsic("llvm.exp2"),
+    math.LogOp: _intrinsic("llvm.log"),
+    math.Log2Op: _intrinsic("llvm.log2"),
+    math.Log10Op: _intrinsic("llvm.log10"),
+    math.SqrtOp: _intrinsic("llvm.sqrt"),
+    math.AbsFOp: _intrinsic("llvm.fabs"),
+    math.TanhOp: _intrinsic("llvm.tanh"),
+    math.SinOp: _intrinsic("llvm.sin"),
+    math.CosOp: _intrinsic("llvm.cos"),
+    math.TanOp: _intrinsic("llvm.tan"),
+    math.SinhOp: _intrinsic("llvm.sinh"),
+    math.CoshOp: _intrinsic("llvm.cosh"),
+    math.FloorOp: _intrinsic("llvm.floor"),
+    math.CeilOp: _intrinsic("llvm.ceil"),
+    math.RoundOp: _intrinsic("llvm.round"),
+    math.RoundEvenOp: _intrinsic("llvm.roundeven"),
+    math.TruncOp: _intrinsic("llvm.trunc"),
+    math.PowFOp: _intrinsic("llvm.pow"),
+    math.CopySignOp: _intrinsic("llvm.copysign"),
     math.RsqrtOp: _lower_rsqrt,
-    math.TanhOp: _intrinsic_call("llvm.tanh"),
-    math.Log10Op: _intrinsic_call("llvm.log10"),
-    math.TanOp: _intrinsic_call("llvm.tan"),
-    math.SinhOp: _intrinsic_call("llvm.sinh"),
-    math.CoshOp: _intrinsic_call("llvm.cosh"),
-    math.RoundOp: _intrinsic_call("llvm.round"),
-    math.RoundEvenOp: _intrinsic_call("llvm.roundeven"),
-    math.TruncOp: _intrinsic_call("llvm.trunc"),
-    math.PowFOp: _binary_op(llvm.FPowOp),
-    math.CopySignOp: _binary_op(llvm.FCopySignOp),
     math.FmaOp: _lower_fma,
 }
 """Lowering rule per math op. Ops without a rule (erf, log1p, expm1, ...) are left in
@@ -124,10 +104,11 @@ class ConvertMathToLLVMPass(ModulePass):
     """Lower `math` ops on floats to LLVM intrinsics.
 
     Expects: math ops on f16/f32/f64 scalars or 1-D vectors.
-    Guarantees: every op with a rule in `MATH_TO_LLVM` becomes an `llvm.intr.*` op or an
-    `llvm.call_intrinsic` (tanh, log10, ...; LLVM lowers them to libm calls that MCJIT
-    resolves in-process); math fast-math flags are kept where xDSL's llvm op carries
-    them. Ops without a rule are left unchanged.
+    Guarantees: every op with a rule in `MATH_TO_LLVM` becomes an `llvm.call_intrinsic`
+    of the type-mangled LLVM intrinsic (`llvm.tanh.f32`, `llvm.exp.v16f32`, ...), except
+    fma (`llvm.intr.fma`) and rsqrt (1 / sqrt). Fast-math flags of math ops are dropped
+    (xDSL's llvmlite translation cannot express them on intrinsic calls). Ops without a
+    rule are left unchanged.
     """
 
     name = "convert-math-to-llvm"

@@ -156,9 +156,7 @@ def erase_dead_casts(module: ModuleOp) -> None:
     while changed:
         changed = False
         for op in list(module.walk()):
-            if isinstance(op, UnrealizedConversionCastOp) and all(
-                not r.uses for r in op.results
-            ):
+            if isinstance(op, UnrealizedConversionCastOp) and all(not r.uses for r in op.results):
                 op.detach()
                 op.erase()
                 changed = True

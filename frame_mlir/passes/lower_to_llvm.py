@@ -1,15 +1,15 @@
 """The loop-level IR -> llvm dialect pipeline, verified after every pass.
 
-    scf.for / arith / math / memref / func   (loop-level IR)
-      convert-scf-to-cf            loops -> cf.br / cf.cond_br with block arguments
-      convert-math-to-llvm         math -> llvm.intr.* / llvm.call_intrinsic
-      convert-arith-to-llvm        arith -> llvm, index -> i64
-      convert-memref-to-llvm       load/store/view -> getelementptr inbounds + load/store
-      convert-cf-to-llvm           cf -> llvm.br / llvm.cond_br (block args become phis)
-      convert-func-to-llvm         func -> llvm.func (bare pointers, noalias, void)
-      reconcile-unrealized-casts   drop the casts that bridged the passes
-      dce
-    llvm dialect only -> frame_mlir.backend.llvm.translate -> llvmlite
+scf.for / arith / math / memref / func   (loop-level IR)
+  convert-scf-to-cf            loops -> cf.br / cf.cond_br with block arguments
+  convert-math-to-llvm         math -> llvm.intr.* / llvm.call_intrinsic
+  convert-arith-to-llvm        arith -> llvm, index -> i64
+  convert-memref-to-llvm       load/store/view -> getelementptr inbounds + load/store
+  convert-cf-to-llvm           cf -> llvm.br / llvm.cond_br (block args become phis)
+  convert-func-to-llvm         func -> llvm.func (bare pointers, noalias, void)
+  reconcile-unrealized-casts   drop the casts that bridged the passes
+  dce
+llvm dialect only -> frame_mlir.backend.llvm.translate -> llvmlite
 """
 
 from __future__ import annotations
@@ -64,18 +64,21 @@ def check_llvm_only(module: ModuleOp) -> None:
         raise LoweringError("legality-check", f"ops not lowered to the llvm dialect: {listed}")
 
 
-def lower_loops_to_llvm(ctx: Context, module: ModuleOp) -> None:
+def lower_loops_to_llvm(ctx: Context, module: ModuleOp, *, verify_each: bool = True) -> None:
     """Lower loop-level IR in `module` to the llvm dialect, in place.
 
-    Verifies the module after every pass of `LOOPS_TO_LLVM` and checks at the end that
-    only llvm ops remain. Raises LoweringError naming the pass that failed, produced
-    invalid IR, or (`legality-check`) the ops left unlowered.
+    Verifies the module after every pass of `LOOPS_TO_LLVM` (only after the last one
+    with `verify_each=False`: verification is most of the time on large modules) and
+    checks at the end that only llvm ops remain. Raises LoweringError naming the pass
+    that failed or produced invalid IR, or `legality-check` for ops left unlowered.
     """
-    for lowering_pass in LOOPS_TO_LLVM:
+    for index, lowering_pass in enumerate(LOOPS_TO_LLVM):
         try:
             lowering_pass.apply(ctx, module)
         except Exception as err:
             raise LoweringError(lowering_pass.name, f"pass failed: {err}") from err
+        if not verify_each and index != len(LOOPS_TO_LLVM) - 1:
+            continue
         try:
             module.verify()
         except Exception as err:

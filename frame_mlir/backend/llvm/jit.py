@@ -86,9 +86,7 @@ class JitModule:
         """Names of the functions defined (not just declared) in the module."""
         return [f.name for f in self._module.functions if not f.is_declaration]
 
-    def get_function(
-        self, name: str, argtypes: Sequence[Any] | None = None
-    ) -> ctypes._CFuncPtr:
+    def get_function(self, name: str, argtypes: Sequence[Any] | None = None) -> ctypes._CFuncPtr:
         """A ctypes callable for the void function `name`.
 
         `argtypes` defaults to one `ctypes.c_void_p` per parameter of the function.
