@@ -5,8 +5,9 @@ Does: rewrites every frame op into `tensor.empty` + `linalg.fill` / `linalg.gene
 with arith bodies, in destination-passing style. One lowering per op, in the
 table `LOWERINGS`. The loop order of each generic is chosen here, because
 convert-linalg-to-loops keeps the dimension order and LLVM does not interchange
-loops: matmuls iterate (i, k, j) so the innermost loop walks rows of B and C
-contiguously and vectorizes; a transposed-lhs matmul iterates (k, i, j).
+loops: matmuls iterate (i, k, j) -- also when the lhs is transposed -- so the
+innermost loop walks rows of B and C contiguously and vectorizes, and a row of C
+can stay in registers across the whole k loop.
 `frame.sgd_update` takes the parameter itself as its destination, so after
 bufferization the update is written in place.
 Guarantees: no frame ops remain; values are tensors.
@@ -77,8 +78,10 @@ class Lowerer:
         block = Block(arg_types=[f32] * (len(inputs) + 1))
         b = Builder(InsertPoint.at_end(block))
         b.insert(linalg.YieldOp(body(b, block.args)))
+        # `doc` records which frame op this kernel implements, for kernel names
+        # and comments in later stages.
         op = linalg.GenericOp(list(inputs), [init], Region(block), list(maps),
-                              list(iterators), [init.type])
+                              list(iterators), [init.type], doc=builtin.StringAttr(self.op.name))
         return self.insert(op).results[0]
 
     def elementwise(self, inputs: Sequence[SSAValue], typ: TensorType, body: BodyFn,
@@ -144,8 +147,8 @@ def _matmul(lw: Lowerer, op: Operation) -> SSAValue:
     init = lw.filled(_result_type(op), 0.0)
     if not ta and not tb:  # (i, k, j): C[i,j] += A[i,k] * B[k,j]
         maps, its = [_map(3, [0, 1]), _map(3, [1, 2]), _map(3, [0, 2])], [PAR, RED, PAR]
-    elif ta and not tb:  # (k, i, j): C[i,j] += A[k,i] * B[k,j]
-        maps, its = [_map(3, [0, 1]), _map(3, [0, 2]), _map(3, [1, 2])], [RED, PAR, PAR]
+    elif ta and not tb:  # (i, k, j): C[i,j] += A[k,i] * B[k,j]; row i of C stays hot
+        maps, its = [_map(3, [1, 0]), _map(3, [1, 2]), _map(3, [0, 2])], [PAR, RED, PAR]
     elif not ta and tb:  # (i, j, k): C[i,j] += A[i,k] * B[j,k]
         maps, its = [_map(3, [0, 2]), _map(3, [1, 2]), _map(3, [0, 1])], [PAR, PAR, RED]
     else:  # (i, j, k): C[i,j] += A[k,i] * B[j,k]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func, llvm
+from xdsl.dialects import builtin, func, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
@@ -94,7 +94,11 @@ class LowerFunc(RewritePattern):
         new = llvm.FuncOp(
             op.sym_name,
             llvm.LLVMFunctionType(inputs, output),
-            linkage=llvm.LinkageAttr("external"),
+            # Private functions (outlined kernels) stay internal: LLVM may inline
+            # them and then drop them.
+            linkage=llvm.LinkageAttr(
+                "internal" if op.sym_visibility == builtin.StringAttr("private") and body.blocks
+                else "external"),
             body=body,
             other_props=other_props,
             extra_attrs=dict(op.attributes),

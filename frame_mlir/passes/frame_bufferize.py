@@ -236,7 +236,7 @@ class FrameBufferize(ModulePass):
                 new_block.add_op(linalg.GenericOp(
                     [memref_of(v) if v in root else vmap.get(v, v) for v in o.inputs],
                     [memref_of(v) for v in o.outputs], o.body.clone(),
-                    o.indexing_maps, o.iterator_types, []))
+                    o.indexing_maps, o.iterator_types, [], doc=o.doc))
             elif isinstance(o, linalg.FillOp):
                 new_block.add_op(linalg.FillOp([vmap.get(v, v) for v in o.inputs],
                                                [memref_of(v) for v in o.outputs], []))

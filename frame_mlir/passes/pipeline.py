@@ -32,6 +32,7 @@ from frame_mlir.dialects.frame import Frame
 from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
 from frame_mlir.passes.frame_autodiff import FrameAutodiff
 from frame_mlir.passes.frame_bufferize import FrameBufferize
+from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
 from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
 from frame_mlir.passes.frame_shape_inference import FrameShapeInference
 from frame_mlir.passes.lower_to_llvm import LOOPS_TO_LLVM
@@ -69,7 +70,8 @@ def stages(lr: float | None) -> list[Stage]:
               "SGD fused into the train step"),
         Stage("linalg", (ConvertFrameToLinalg(),), "linalg on tensors"),
         Stage("bufferized", (FrameBufferize(),), "memrefs over a static arena"),
-        Stage("loops", (ConvertLinalgToLoopsPass(),), "scf loops"),
+        Stage("loops", (FrameOutlineKernels(), ConvertLinalgToLoopsPass()),
+              "scf loops, one kernel function per linalg op"),
         Stage("llvm", tuple(LOOPS_TO_LLVM), "llvm dialect"),
     ]
 

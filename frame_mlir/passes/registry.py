@@ -12,6 +12,7 @@ from frame_mlir.passes.convert_math_to_llvm import ConvertMathToLLVMPass
 from frame_mlir.passes.convert_memref_to_llvm import ConvertMemrefToLLVMPass
 from frame_mlir.passes.frame_autodiff import FrameAutodiff
 from frame_mlir.passes.frame_bufferize import FrameBufferize
+from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
 from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
 from frame_mlir.passes.frame_shape_inference import FrameShapeInference
 
@@ -21,6 +22,7 @@ ALL_PASSES: list[type[ModulePass]] = [
     FrameSgdFuse,
     ConvertFrameToLinalg,
     FrameBufferize,
+    FrameOutlineKernels,
     ConvertMathToLLVMPass,
     ConvertArithToLLVMPass,
     ConvertMemrefToLLVMPass,
