@@ -285,15 +285,16 @@ class BroadcastOp(UnaryOp):
     def __init__(self, input: SSAValue | Operation, result_type: Attribute):
         super().__init__(input, result_type)
 
-    def inferred_type(self) -> TensorType | None:
-        # The target shape is the declared result type: nothing to infer.
-        shape = static_shape(self.input)
-        if shape is not None and shape != ():
-            raise VerifyException(
-                f"frame.broadcast: operand expected a 0-d tensor, found {_fmt(shape)}"
-            )
-        res = self.result.type
-        return res if isinstance(res, TensorType) else None
+    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+        # The target shape is the declared result type: it is not inferred.
+        (s,) = shapes
+        if s != ():
+            raise ShapeError(f"frame.broadcast: operand expected a 0-d tensor, found {_fmt(s)}")
+        target = static_shape(self.result)
+        if target is None:
+            raise ShapeError("frame.broadcast: the result type must be static (it is the "
+                             "target shape)")
+        return target
 
 
 @irdl_op_definition
@@ -444,9 +445,12 @@ class ConstantOp(FrameOp):
         super().__init__(properties={"value": FloatAttr(value, f32)},
                          result_types=[result_type or tensor_type(shape)])
 
-    def inferred_type(self) -> TensorType | None:
-        res = self.result.type
-        return res if isinstance(res, TensorType) else None
+    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+        # A constant's shape is its declared (always static) type.
+        target = static_shape(self.result)
+        if target is None:
+            raise ShapeError("frame.constant: the result type must be static")
+        return target
 
     def splat_value(self) -> float:
         """The value every element holds."""

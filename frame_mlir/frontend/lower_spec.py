@@ -19,8 +19,8 @@ from xdsl.ir import SSAValue
 from frame_mlir.frontend.spec import InlineInit, ModelSpec
 from frame_mlir.nn.graph import Graph
 from frame_mlir.nn.module import (
-    Inline,
     InitSpec,
+    Inline,
     Linear,
     Module,
     MseLoss,

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, linalg, tensor
+from xdsl.dialects import arith, builtin, tensor
 from xdsl.dialects.builtin import AffineMapAttr, TensorType, f32
+from xdsl.dialects.linalg import attrs as linalg_attrs
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
@@ -35,8 +37,8 @@ from xdsl.rewriter import InsertPoint
 from frame_mlir.dialects import frame
 from frame_mlir.passes.common import fail
 
-PAR = linalg.IteratorTypeAttr.parallel()
-RED = linalg.IteratorTypeAttr.reduction()
+PAR = linalg_attrs.IteratorTypeAttr.parallel()
+RED = linalg_attrs.IteratorTypeAttr.reduction()
 
 BodyFn = Callable[[Builder, Sequence[SSAValue]], SSAValue]
 
@@ -61,7 +63,7 @@ class Lowerer:
         self.op = op
 
     def insert(self, new_op: Operation) -> Operation:
-        self.rewriter.insert_op(new_op, InsertPoint.before(self.op))
+        self.rewriter.insert(new_op, InsertPoint.before(self.op))
         return new_op
 
     def empty(self, typ: TensorType) -> SSAValue:
@@ -73,7 +75,7 @@ class Lowerer:
         return fill.results[0]
 
     def generic(self, inputs: Sequence[SSAValue], init: SSAValue,
-                maps: Sequence[AffineMapAttr], iterators: Sequence[linalg.IteratorTypeAttr],
+                maps: Sequence[AffineMapAttr], iterators: Sequence[linalg_attrs.IteratorTypeAttr],
                 body: BodyFn) -> SSAValue:
         block = Block(arg_types=[f32] * (len(inputs) + 1))
         b = Builder(InsertPoint.at_end(block))
@@ -257,7 +259,7 @@ class _LowerFrameOp(RewritePattern):
         if any(frame.static_shape(v) is None for v in (*op.operands, *op.results)):
             raise fail(ConvertFrameToLinalg.name, op,
                        "expected static shapes (run frame-shape-inference first)")
-        rewriter.replace_op(op, [], [lower(Lowerer(rewriter, op), op)])
+        rewriter.replace(op, [], [lower(Lowerer(rewriter, op), op)])
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, func, linalg, memref, tensor
+from xdsl.dialects import arith, builtin, func, memref, tensor
 from xdsl.dialects.builtin import MemRefType, TensorType, f32, i8
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter

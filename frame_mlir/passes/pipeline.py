@@ -35,6 +35,7 @@ from frame_mlir.passes.frame_bufferize import FrameBufferize
 from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
 from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
 from frame_mlir.passes.frame_shape_inference import FrameShapeInference
+from frame_mlir.passes.frame_tile_matmul import FrameTileMatmul
 from frame_mlir.passes.lower_to_llvm import LOOPS_TO_LLVM
 
 
@@ -70,7 +71,7 @@ def stages(lr: float | None) -> list[Stage]:
               "SGD fused into the train step"),
         Stage("linalg", (ConvertFrameToLinalg(),), "linalg on tensors"),
         Stage("bufferized", (FrameBufferize(),), "memrefs over a static arena"),
-        Stage("loops", (FrameOutlineKernels(), ConvertLinalgToLoopsPass()),
+        Stage("loops", (FrameOutlineKernels(), FrameTileMatmul(), ConvertLinalgToLoopsPass()),
               "scf loops, one kernel function per linalg op"),
         Stage("llvm", tuple(LOOPS_TO_LLVM), "llvm dialect"),
     ]

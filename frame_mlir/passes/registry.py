@@ -15,6 +15,7 @@ from frame_mlir.passes.frame_bufferize import FrameBufferize
 from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
 from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
 from frame_mlir.passes.frame_shape_inference import FrameShapeInference
+from frame_mlir.passes.frame_tile_matmul import FrameTileMatmul
 
 ALL_PASSES: list[type[ModulePass]] = [
     FrameShapeInference,
@@ -23,6 +24,7 @@ ALL_PASSES: list[type[ModulePass]] = [
     ConvertFrameToLinalg,
     FrameBufferize,
     FrameOutlineKernels,
+    FrameTileMatmul,
     ConvertMathToLLVMPass,
     ConvertArithToLLVMPass,
     ConvertMemrefToLLVMPass,

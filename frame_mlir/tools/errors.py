@@ -6,11 +6,13 @@ non-zero exit status, never a Python traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
 EXIT_USAGE = 2
 EXIT_ERROR = 1
+EXIT_INTERNAL = 70  # EX_SOFTWARE
 
 
 def run_cli(tool: str, body: Callable[[], object]) -> int:
@@ -48,4 +50,13 @@ def run_cli(tool: str, body: Callable[[], object]) -> int:
     except KeyboardInterrupt:
         print(f"{tool}: interrupted", file=sys.stderr)
         return 130
+    except ValueError as e:  # e.g. an unknown pass name in a -p pipeline
+        print(f"{tool}: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as e:  # a compiler bug: still no traceback unless asked for
+        if os.environ.get("FRAME_MLIR_TRACEBACK"):
+            raise
+        print(f"{tool}: internal error: {type(e).__name__}: {e} "
+              "(set FRAME_MLIR_TRACEBACK=1 for a traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
     return result if isinstance(result, int) else 0

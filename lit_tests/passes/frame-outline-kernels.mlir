@@ -1,0 +1,30 @@
+// RUN: frame-opt %s -p frame-outline-kernels | filecheck %s
+
+// Each linalg op moves into its own private kernel, named after the frame op it
+// implements; the fill value is cloned into its kernel; a memref used twice is
+// passed once.
+
+func.func @step(%x: memref<2x2xf32>, %out: memref<2x2xf32>, %arena: memref<64xi8> {frame.arena}) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %c0 = arith.constant 0 : index
+  %v = memref.view %arena[%c0][] : memref<64xi8> to memref<2x2xf32>
+  linalg.fill ins(%zero : f32) outs(%v : memref<2x2xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.mul"} ins(%x, %x : memref<2x2xf32>, memref<2x2xf32>) outs(%out : memref<2x2xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %p = arith.mulf %a, %b : f32
+    linalg.yield %p : f32
+  }
+  func.return
+}
+
+// CHECK:      func.func private @step__k0_fill(%[[V:.*]]: memref<2x2xf32>) {
+// CHECK-NEXT:   %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:   linalg.fill ins(%[[Z]] : f32) outs(%[[V]] : memref<2x2xf32>)
+// CHECK-NEXT:   func.return
+// CHECK:      func.func private @step__k1_mul(%[[X:.*]]: memref<2x2xf32>, %[[O:.*]]: memref<2x2xf32>) {
+// CHECK-NEXT:   linalg.generic {{.*}} ins(%[[X]], %[[X]] : memref<2x2xf32>, memref<2x2xf32>) outs(%[[O]] : memref<2x2xf32>)
+// CHECK:      func.func @step(%[[SX:.*]]: memref<2x2xf32>, %[[SO:.*]]: memref<2x2xf32>, %[[A:.*]]: memref<64xi8> {frame.arena}) {
+// CHECK:        %[[SV:.*]] = memref.view %[[A]]
+// CHECK-NEXT:   func.call @step__k0_fill(%[[SV]]) : (memref<2x2xf32>) -> ()
+// CHECK-NEXT:   func.call @step__k1_mul(%[[SX]], %[[SO]]) : (memref<2x2xf32>, memref<2x2xf32>) -> ()
+// CHECK-NEXT:   func.return

@@ -1,0 +1,57 @@
+// RUN: frame-opt %s -p frame-tile-matmul | filecheck %s
+
+// An 8x16 @ 16x20 matmul kernel: two 4-row tiles of 16 columns, then plain loops
+// for the 4 columns left over. A matmul too small to tile keeps its generic.
+
+func.func private @k_matmul(%a: memref<8x3xf32>, %b: memref<3x20xf32>, %c: memref<8x20xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<8x3xf32>, memref<3x20xf32>) outs(%c : memref<8x20xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  func.return
+}
+
+// CHECK-LABEL: func.func private @k_matmul(
+// CHECK-SAME:    %[[A:.*]]: memref<8x3xf32>, %[[B:.*]]: memref<3x20xf32>, %[[C:.*]]: memref<8x20xf32>)
+// CHECK-NOT:     linalg.generic
+// Tiles: i0 in [0, 8) step 4, j0 in [0, 16) step 16, k in [0, 3), r in [0, 4), jj in [0, 16).
+// CHECK:         %[[C8:.*]] = arith.constant 8 : index
+// CHECK:         %[[C4:.*]] = arith.constant 4 : index
+// CHECK:         scf.for %[[I0:.*]] = %{{.*}} to %[[C8]] step %[[C4]] {
+// CHECK:           %[[J_UB:.*]] = arith.constant 16 : index
+// CHECK-NEXT:      %[[J_STEP:.*]] = arith.constant 16 : index
+// CHECK-NEXT:      scf.for %[[J0:.*]] = %{{.*}} to %[[J_UB]] step %[[J_STEP]] {
+// CHECK:             scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:               scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:                 %[[I:.*]] = arith.addi %[[I0]], %[[R]] : index
+// CHECK:                 %[[AV:.*]] = memref.load %[[A]][%[[I]], %[[K]]] : memref<8x3xf32>
+// CHECK:                 scf.for %[[JJ:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:                   %[[J:.*]] = arith.addi %[[J0]], %[[JJ]] : index
+// CHECK:                   %[[BV:.*]] = memref.load %[[B]][%[[K]], %[[J]]] : memref<3x20xf32>
+// CHECK:                   %[[CV:.*]] = memref.load %[[C]][%[[I]], %[[J]]] : memref<8x20xf32>
+// CHECK:                   %[[P:.*]] = arith.mulf %[[AV]], %[[BV]] : f32
+// CHECK:                   %[[S:.*]] = arith.addf %[[CV]], %[[P]] : f32
+// CHECK:                   memref.store %[[S]], %[[C]][%[[I]], %[[J]]] : memref<8x20xf32>
+// The 4 leftover columns [16, 20), all rows.
+// CHECK:         scf.for %[[RI:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:           scf.for %[[RK:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:             %[[LO:.*]] = arith.constant 16 : index
+// CHECK-NEXT:        %[[HI:.*]] = arith.constant 20 : index
+// CHECK:             scf.for %[[RJ:.*]] = %[[LO]] to %[[HI]] step %{{.*}} {
+// CHECK:               memref.store %{{.*}}, %[[C]][%[[RI]], %[[RJ]]] : memref<8x20xf32>
+// CHECK:         func.return
+
+func.func private @small(%a: memref<2x3xf32>, %b: memref<3x4xf32>, %c: memref<2x4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<2x3xf32>, memref<3x4xf32>) outs(%c : memref<2x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  func.return
+}
+
+// CHECK-LABEL: func.func private @small(
+// CHECK:         linalg.generic
