@@ -37,6 +37,7 @@ from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
 from frame_mlir.passes.frame_shape_inference import FrameShapeInference
 from frame_mlir.passes.frame_tile_matmul import FrameTileMatmul
 from frame_mlir.passes.lower_to_llvm import LOOPS_TO_LLVM
+from frame_mlir.passes.stages import STAGE_NAMES
 
 
 def make_context() -> Context:
@@ -77,7 +78,7 @@ def stages(lr: float | None) -> list[Stage]:
     ]
 
 
-STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in stages(0.1))
+assert tuple(s.name for s in stages(0.1)) == STAGE_NAMES, "update passes/stages.py"
 
 
 class PipelineError(Exception):

@@ -13,11 +13,8 @@ from xdsl.passes import ModulePass
 
 from frame_mlir.frontend.lower_spec import lower_spec
 from frame_mlir.frontend.spec import ModelSpec
-from frame_mlir.passes.pipeline import STAGE_NAMES, run_pipeline
-
-#: Stages after the llvm dialect: LLVM IR before and after O3, and host assembly.
-BACKEND_STAGES = ("llvm-ir", "llvm-opt", "asm")
-ALL_STAGES = ("frame-unshaped",) + STAGE_NAMES + BACKEND_STAGES
+from frame_mlir.passes.pipeline import run_pipeline
+from frame_mlir.passes.stages import STAGE_NAMES
 
 
 def format_loss(value: float) -> str:

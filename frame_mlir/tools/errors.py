@@ -1,7 +1,8 @@
 """One place where the CLIs turn failures into clear messages and exit codes.
 
 Users see `<tool>: error: <rule or pass>: <what, where, expected vs found>` and a
-non-zero exit status, never a Python traceback.
+non-zero exit status, never a Python traceback. Nothing heavy is imported until a
+failure happens, so `--help` stays fast.
 """
 
 from __future__ import annotations
@@ -10,50 +11,49 @@ import os
 import sys
 from collections.abc import Callable
 
-EXIT_USAGE = 2
 EXIT_ERROR = 1
-EXIT_INTERNAL = 70  # EX_SOFTWARE
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in frame-mlir, not in the input
 
 
-def run_cli(tool: str, body: Callable[[], object]) -> int:
-    """Run `body`, mapping every failure to a one-paragraph error and exit code."""
+def describe(tool: str, e: BaseException) -> tuple[str, int] | None:
+    """The message and exit code for a failure caused by bad input, else None."""
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
     from frame_mlir.frontend.errors import SpecError
     from frame_mlir.passes.pipeline import PipelineError
 
+    if isinstance(e, SpecError):
+        return "\n".join(f"{tool}: error: {line}" for line in str(e).splitlines()), EXIT_ERROR
+    if isinstance(e, PipelineError):
+        return f"{tool}: error: pass {e}", EXIT_ERROR
+    if isinstance(e, ParseError):
+        return f"{tool}: error: parse error:\n{e}", EXIT_ERROR
+    if isinstance(e, DiagnosticException):
+        return f"{tool}: error: {e}", EXIT_ERROR
+    if isinstance(e, FileNotFoundError):
+        return f"{tool}: error: IO-001 at {e.filename}: file not found", EXIT_ERROR
+    if isinstance(e, OSError):
+        return f"{tool}: error: IO-001 at {getattr(e, 'filename', '?')}: {e.strerror}", EXIT_ERROR
+    if isinstance(e, ValueError):  # e.g. an unknown pass name in a -p pipeline
+        return f"{tool}: error: {e}", EXIT_ERROR
+    return None
+
+
+def run_cli(tool: str, body: Callable[[], object]) -> int:
+    """Run `body`, mapping every failure to a one-paragraph error and exit code."""
     try:
         result = body()
     except SystemExit as e:  # argparse usage errors and explicit exits
         code = e.code
         return code if isinstance(code, int) else (EXIT_ERROR if code else 0)
-    except SpecError as e:
-        for line in str(e).splitlines():
-            print(f"{tool}: error: {line}", file=sys.stderr)
-        return EXIT_ERROR
-    except PipelineError as e:
-        print(f"{tool}: error: pass {e}", file=sys.stderr)
-        return EXIT_ERROR
-    except ParseError as e:
-        print(f"{tool}: error: parse error:\n{e}", file=sys.stderr)
-        return EXIT_ERROR
-    except DiagnosticException as e:
-        print(f"{tool}: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
-    except FileNotFoundError as e:
-        print(f"{tool}: error: IO-001 at {e.filename}: file not found", file=sys.stderr)
-        return EXIT_ERROR
-    except OSError as e:
-        print(f"{tool}: error: IO-001 at {getattr(e, 'filename', '?')}: {e.strerror}",
-              file=sys.stderr)
-        return EXIT_ERROR
     except KeyboardInterrupt:
         print(f"{tool}: interrupted", file=sys.stderr)
         return 130
-    except ValueError as e:  # e.g. an unknown pass name in a -p pipeline
-        print(f"{tool}: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
-    except Exception as e:  # a compiler bug: still no traceback unless asked for
+    except Exception as e:
+        known = describe(tool, e)
+        if known is not None:
+            print(known[0], file=sys.stderr)
+            return known[1]
         if os.environ.get("FRAME_MLIR_TRACEBACK"):
             raise
         print(f"{tool}: internal error: {type(e).__name__}: {e} "

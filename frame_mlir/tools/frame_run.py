@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from frame_mlir.tools.driver import ALL_STAGES
+    from frame_mlir.passes.stages import ALL_STAGES
 
     p = argparse.ArgumentParser(prog="frame-run", description=__doc__.splitlines()[0])
     p.add_argument("spec", help="model spec (JSON, schema_version 0)")
