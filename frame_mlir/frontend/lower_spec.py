@@ -16,11 +16,9 @@ from dataclasses import dataclass
 from xdsl.dialects import builtin
 from xdsl.ir import SSAValue
 
-from frame_mlir.frontend.spec import InlineInit, ModelSpec
+from frame_mlir.frontend.spec import ModelSpec
 from frame_mlir.nn.graph import Graph
 from frame_mlir.nn.module import (
-    InitSpec,
-    Inline,
     Linear,
     Module,
     MseLoss,
@@ -44,11 +42,6 @@ class LoweredModel:
     @property
     def param_names(self) -> list[str]:
         return [p.name for p in self.params]
-
-
-def _data_init(spec: ModelSpec, name: str) -> InitSpec:
-    init = spec.data.inputs[name]
-    return Inline(init.values) if isinstance(init, InlineInit) else UniformSeeded(init.lo, init.hi)
 
 
 def build_model_module(spec: ModelSpec) -> Module:

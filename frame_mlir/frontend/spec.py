@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from math import prod
+
+from frame_mlir.nn.init import Inline, UniformSeeded
 
 __all__ = [
     "DataSpec",
@@ -32,10 +35,7 @@ __all__ = [
 
 def numel(shape: tuple[int, ...]) -> int:
     """Number of elements of a tensor of ``shape`` (1 for a scalar shape ``()``)."""
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+    return prod(shape)
 
 
 @dataclass(frozen=True)
@@ -109,21 +109,9 @@ class TrainingSpec:
     log_every: int
 
 
-@dataclass(frozen=True)
-class InlineInit:
-    """Tensor given literally, row-major; consumes no random draws."""
-
-    values: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class UniformInit:
-    """Tensor drawn from U[lo, hi) with the project mapping (see ``frame_mlir.runtime.random``)."""
-
-    lo: float
-    hi: float
-
-
+# The data section's initialisers are the nn layer's InitSpec (one definition).
+InlineInit = Inline
+UniformInit = UniformSeeded
 TensorInit = InlineInit | UniformInit
 """How a data tensor gets its values."""
 

@@ -21,24 +21,12 @@ from xdsl.ir import SSAValue
 
 from frame_mlir.dialects import frame
 from frame_mlir.nn.graph import Graph
+from frame_mlir.nn.init import InitSpec, Inline, UniformSeeded
 
-
-@dataclass(frozen=True)
-class UniformSeeded:
-    """Draw from the project's mt19937 uniform mapping in [lo, hi)."""
-
-    lo: float
-    hi: float
-
-
-@dataclass(frozen=True)
-class Inline:
-    """Explicit values, row-major."""
-
-    values: tuple[float, ...]
-
-
-InitSpec = UniformSeeded | Inline
+__all__ = [
+    "BuildFn", "Inline", "InitSpec", "Linear", "Module", "MseLoss", "ParamSpec", "Relu",
+    "Sequential", "UniformSeeded", "add_parameter_inputs",
+]
 
 
 @dataclass(frozen=True)
@@ -113,9 +101,14 @@ def _check_dtype(dtype: str) -> None:
         raise ValueError(f"dtype expected 'float32', found '{dtype}'")
 
 
+#: Default initialisers of Linear (frozen values, safe as defaults).
+DEFAULT_WEIGHT_INIT: InitSpec = UniformSeeded(-0.1, 0.1)
+DEFAULT_BIAS_INIT: InitSpec = UniformSeeded(0.0, 0.1)
+
+
 def Linear(name: str, batch: int, in_dim: int, out_dim: int, with_bias: bool = True,
-           dtype: str = "float32", weight_init: InitSpec = UniformSeeded(-0.1, 0.1),
-           bias_init: InitSpec = UniformSeeded(0.0, 0.1)) -> Module:
+           dtype: str = "float32", weight_init: InitSpec = DEFAULT_WEIGHT_INIT,
+           bias_init: InitSpec = DEFAULT_BIAS_INIT) -> Module:
     """x @ weight[in, out] (+ bias[batch, out]); v0 has no broadcasting, so the
     bias has the output's full shape."""
     _check_dtype(dtype)

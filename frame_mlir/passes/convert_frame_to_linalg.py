@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from math import prod
 
 from xdsl.builder import Builder
 from xdsl.context import Context
@@ -183,10 +184,7 @@ def _broadcast(lw: Lowerer, op: Operation) -> SSAValue:
 
 
 def _numel(value: SSAValue) -> int:
-    n = 1
-    for d in frame.static_shape(value) or ():
-        n *= d
-    return n
+    return prod(frame.static_shape(value) or ())
 
 
 def _mse_loss(lw: Lowerer, op: Operation) -> SSAValue:

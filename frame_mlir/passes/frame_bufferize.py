@@ -26,6 +26,7 @@ Guarantees: no tensors remain; functions take only memrefs and return nothing;
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, memref, tensor
@@ -45,10 +46,7 @@ def _memref_type(t: TensorType) -> MemRefType:
 
 
 def _nbytes(t: TensorType) -> int:
-    n = 4  # f32
-    for d in t.get_shape():
-        n *= d
-    return n
+    return 4 * prod(t.get_shape())  # f32
 
 
 def _outs(op: Operation) -> list[SSAValue]:

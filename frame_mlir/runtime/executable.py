@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass
+from math import prod
 
 import numpy as np
 from xdsl.dialects import builtin, func
@@ -36,10 +37,7 @@ class ArgInfo:
 
     @property
     def nbytes(self) -> int:
-        n = 1 if self.kind == "arena" else 4
-        for d in self.shape:
-            n *= d
-        return n
+        return (1 if self.kind == "arena" else 4) * prod(self.shape)
 
 
 @dataclass(frozen=True)
