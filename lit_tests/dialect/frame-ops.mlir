@@ -1,0 +1,80 @@
+// Round trip of every frame op in its custom syntax, and through the generic form.
+// RUN: frame-opt %s | filecheck %s
+// RUN: frame-opt %s --print-op-generic | frame-opt | filecheck %s
+// RUN: frame-opt %s --print-op-generic | filecheck %s --check-prefix=GENERIC
+
+func.func @ops(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %m: tensor<8x4xf32>, %s: tensor<f32>) -> tensor<f32> {
+  %add = frame.add %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %sub = frame.sub %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %mul = frame.mul %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %neg = frame.neg %a : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %scale = frame.scale %a {factor = 2.5 : f32} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %relu = frame.relu %a : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %rg = frame.relu_grad %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %tr = frame.transpose %a : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %mm = frame.matmul %a, %m : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %mml = frame.matmul %a, %b {transpose_lhs} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %mmr = frame.matmul %a, %b {transpose_rhs} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x4xf32>
+  %mmb = frame.matmul %m, %a {transpose_lhs, transpose_rhs} : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<4x4xf32>
+  %sum = frame.sum %a : (tensor<4x8xf32>) -> tensor<f32>
+  %bc = frame.broadcast %s : (tensor<f32>) -> tensor<4x8xf32>
+  %mse = frame.mse_loss %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+  %mseg = frame.mse_loss_grad %a, %b, %s : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %one = frame.constant 1.0 : tensor<f32>
+  %half = frame.constant -0.5 : tensor<4x8xf32>
+  %three = frame.constant 3 {tag = "int literal"} : tensor<2xf32>
+  %sgd = frame.sgd_update %a, %b {lr = 0.05 : f32} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  func.return %mse : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @ops
+// CHECK-SAME:    (%[[A:[a-z0-9_]+]]: tensor<4x8xf32>, %[[B:[a-z0-9_]+]]: tensor<4x8xf32>, %[[M:[a-z0-9_]+]]: tensor<8x4xf32>, %[[S:[a-z0-9_]+]]: tensor<f32>) -> tensor<f32>
+// CHECK-NEXT:  %{{.*}} = frame.add %[[A]], %[[B]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  %{{.*}} = frame.sub %[[A]], %[[B]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  %{{.*}} = frame.mul %[[A]], %[[B]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  %{{.*}} = frame.neg %[[A]] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  %{{.*}} = frame.scale %[[A]] {factor = 2.500000e+00 : f32} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  %{{.*}} = frame.relu %[[A]] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  %{{.*}} = frame.relu_grad %[[A]], %[[B]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  %{{.*}} = frame.transpose %[[A]] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+// CHECK-NEXT:  %{{.*}} = frame.matmul %[[A]], %[[M]] : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT:  %{{.*}} = frame.matmul %[[A]], %[[B]] {transpose_lhs} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:  %{{.*}} = frame.matmul %[[A]], %[[B]] {transpose_rhs} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT:  %{{.*}} = frame.matmul %[[M]], %[[A]] {transpose_lhs, transpose_rhs} : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT:  %{{.*}} = frame.sum %[[A]] : (tensor<4x8xf32>) -> tensor<f32>
+// CHECK-NEXT:  %{{.*}} = frame.broadcast %[[S]] : (tensor<f32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  %[[MSE:.*]] = frame.mse_loss %[[A]], %[[B]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+// CHECK-NEXT:  %{{.*}} = frame.mse_loss_grad %[[A]], %[[B]], %[[S]] : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  %{{.*}} = frame.constant 1.0 : tensor<f32>
+// CHECK-NEXT:  %{{.*}} = frame.constant -0.5 : tensor<4x8xf32>
+// CHECK-NEXT:  %{{.*}} = frame.constant 3.0 {tag = "int literal"} : tensor<2xf32>
+// CHECK-NEXT:  %{{.*}} = frame.sgd_update %[[A]], %[[B]] {lr = 5.000000e-02 : f32} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  func.return %[[MSE]] : tensor<f32>
+
+// GENERIC-LABEL: "func.func"() <{sym_name = "ops"
+// GENERIC:       "frame.add"(%{{.*}}, %{{.*}}) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// GENERIC:       "frame.scale"(%{{.*}}) <{factor = 2.500000e+00 : f32}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// GENERIC:       "frame.matmul"(%{{.*}}, %{{.*}}) : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+// GENERIC-NEXT:  "frame.matmul"(%{{.*}}, %{{.*}}) <{transpose_lhs}> :
+// GENERIC-NEXT:  "frame.matmul"(%{{.*}}, %{{.*}}) <{transpose_rhs}> :
+// GENERIC-NEXT:  "frame.matmul"(%{{.*}}, %{{.*}}) <{transpose_lhs, transpose_rhs}> :
+// GENERIC:       "frame.mse_loss_grad"(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+// GENERIC-NEXT:  "frame.constant"() <{value = 1.000000e+00 : f32}> : () -> tensor<f32>
+// GENERIC-NEXT:  "frame.constant"() <{value = -5.000000e-01 : f32}> : () -> tensor<4x8xf32>
+// GENERIC-NEXT:  "frame.constant"() <{value = 3.000000e+00 : f32}> {tag = "int literal"} : () -> tensor<2xf32>
+// GENERIC-NEXT:  "frame.sgd_update"(%{{.*}}, %{{.*}}) <{lr = 5.000000e-02 : f32}> :
+
+// Unranked results (what a frontend writes before frame-shape-inference) print and parse too.
+func.func @unranked(%a: tensor<4x8xf32>, %u: tensor<*xf32>) -> tensor<*xf32> {
+  %r = frame.relu %u : (tensor<*xf32>) -> tensor<*xf32>
+  %s = frame.add %r, %a : (tensor<*xf32>, tensor<4x8xf32>) -> tensor<*xf32>
+  %m = frame.matmul %a, %s {transpose_lhs} : (tensor<4x8xf32>, tensor<*xf32>) -> tensor<*xf32>
+  func.return %m : tensor<*xf32>
+}
+
+// CHECK-LABEL: func.func @unranked
+// CHECK-SAME:    (%[[A:[a-z0-9_]+]]: tensor<4x8xf32>, %[[U:[a-z0-9_]+]]: tensor<*xf32>) -> tensor<*xf32>
+// CHECK-NEXT:  %[[R:.*]] = frame.relu %[[U]] : (tensor<*xf32>) -> tensor<*xf32>
+// CHECK-NEXT:  %[[S:.*]] = frame.add %[[R]], %[[A]] : (tensor<*xf32>, tensor<4x8xf32>) -> tensor<*xf32>
+// CHECK-NEXT:  %[[M:.*]] = frame.matmul %[[A]], %[[S]] {transpose_lhs} : (tensor<4x8xf32>, tensor<*xf32>) -> tensor<*xf32>
+// CHECK-NEXT:  func.return %[[M]] : tensor<*xf32>

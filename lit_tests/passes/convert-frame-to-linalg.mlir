@@ -1,0 +1,182 @@
+// RUN: frame-opt %s --split-input-file --verify-diagnostics -p convert-frame-to-linalg | filecheck %s
+
+// C[i,j] += A[i,k] * B[k,j] iterates (i, k, j): the innermost loop walks rows of
+// B and C. The accumulator is a zero-filled tensor.empty.
+func.func @matmul(%a: tensor<8x4xf32>, %b: tensor<4x16xf32>) -> tensor<8x16xf32> {
+  %0 = frame.matmul %a, %b : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  func.return %0 : tensor<8x16xf32>
+}
+
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME:    (%[[A:[a-z0-9_]+]]: tensor<8x4xf32>, %[[B:[a-z0-9_]+]]: tensor<4x16xf32>)
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[EMPTY:.*]] = tensor.empty() : tensor<8x16xf32>
+// CHECK-NEXT:    %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[EMPTY]] : tensor<8x16xf32>) -> tensor<8x16xf32>
+// CHECK-NEXT:    %[[C:.*]] = linalg.generic
+// CHECK-SAME:      indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>]
+// CHECK-SAME:      iterator_types = ["parallel", "reduction", "parallel"]
+// CHECK-SAME:      doc = "frame.matmul"}
+// CHECK-SAME:      ins(%[[A]], %[[B]] : tensor<8x4xf32>, tensor<4x16xf32>) outs(%[[INIT]] : tensor<8x16xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %[[Y:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[P:.*]] = arith.mulf %[[X]], %[[Y]] : f32
+// CHECK-NEXT:      %[[S:.*]] = arith.addf %[[ACC]], %[[P]] : f32
+// CHECK-NEXT:      linalg.yield %[[S]] : f32
+// CHECK-NEXT:    } -> tensor<8x16xf32>
+// CHECK-NEXT:    func.return %[[C]] : tensor<8x16xf32>
+
+// -----
+
+// A transposed lhs (C[i,j] += A[k,i] * B[k,j]) also iterates (i, k, j): only
+// the lhs map changes, the innermost loop still walks rows of B and C.
+func.func @matmul_transpose_lhs(%a: tensor<4x8xf32>, %b: tensor<4x16xf32>) -> tensor<8x16xf32> {
+  %0 = frame.matmul %a, %b {transpose_lhs} : (tensor<4x8xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  func.return %0 : tensor<8x16xf32>
+}
+
+// CHECK-LABEL: func.func @matmul_transpose_lhs
+// CHECK-SAME:    (%[[A:[a-z0-9_]+]]: tensor<4x8xf32>, %[[B:[a-z0-9_]+]]: tensor<4x16xf32>)
+// CHECK:         %[[INIT:.*]] = linalg.fill
+// CHECK-NEXT:    linalg.generic
+// CHECK-SAME:      indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>]
+// CHECK-SAME:      iterator_types = ["parallel", "reduction", "parallel"]
+// CHECK-SAME:      ins(%[[A]], %[[B]] : tensor<4x8xf32>, tensor<4x16xf32>) outs(%[[INIT]] : tensor<8x16xf32>)
+
+// -----
+
+// A transposed rhs (C[i,j] += A[i,k] * B[j,k]) iterates (i, j, k): a dot
+// product of two rows.
+func.func @matmul_transpose_rhs(%a: tensor<8x4xf32>, %b: tensor<16x4xf32>) -> tensor<8x16xf32> {
+  %0 = frame.matmul %a, %b {transpose_rhs} : (tensor<8x4xf32>, tensor<16x4xf32>) -> tensor<8x16xf32>
+  func.return %0 : tensor<8x16xf32>
+}
+
+// CHECK-LABEL: func.func @matmul_transpose_rhs
+// CHECK:         linalg.generic
+// CHECK-SAME:      indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>]
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "reduction"]
+
+// -----
+
+// Elementwise ops: identity maps, all-parallel, destination is a fresh tensor.empty.
+func.func @add_relu(%a: tensor<8x4xf32>, %b: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %0 = frame.add %a, %b : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  %1 = frame.relu %0 : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  func.return %1 : tensor<8x4xf32>
+}
+
+// CHECK-LABEL: func.func @add_relu
+// CHECK-SAME:    (%[[A:[a-z0-9_]+]]: tensor<8x4xf32>, %[[B:[a-z0-9_]+]]: tensor<8x4xf32>)
+// CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<8x4xf32>
+// CHECK-NEXT:    %[[SUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]
+// CHECK-SAME:      doc = "frame.add"}
+// CHECK-SAME:      ins(%[[A]], %[[B]] : tensor<8x4xf32>, tensor<8x4xf32>) outs(%[[E0]] : tensor<8x4xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %[[Y:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[S:.*]] = arith.addf %[[X]], %[[Y]] : f32
+// CHECK-NEXT:      linalg.yield %[[S]] : f32
+// CHECK-NEXT:    } -> tensor<8x4xf32>
+// CHECK-NEXT:    %[[E1:.*]] = tensor.empty() : tensor<8x4xf32>
+// CHECK-NEXT:    %[[R:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]
+// CHECK-SAME:      doc = "frame.relu"}
+// CHECK-SAME:      ins(%[[SUM]] : tensor<8x4xf32>) outs(%[[E1]] : tensor<8x4xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// relu keeps NaN: `ugt` is true for unordered operands.
+// CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ugt, %[[V]], %[[Z]] : f32
+// CHECK-NEXT:      %[[M:.*]] = arith.select %[[GT]], %[[V]], %[[Z]] : f32
+// CHECK-NEXT:      linalg.yield %[[M]] : f32
+// CHECK-NEXT:    } -> tensor<8x4xf32>
+// CHECK-NEXT:    func.return %[[R]] : tensor<8x4xf32>
+
+// -----
+
+// mse_loss: a full reduction of (p - t)^2 into a zero-filled 0-d tensor, then
+// a division by N = 16.
+func.func @mse(%p: tensor<8x2xf32>, %t: tensor<8x2xf32>) -> tensor<f32> {
+  %0 = frame.mse_loss %p, %t : (tensor<8x2xf32>, tensor<8x2xf32>) -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @mse
+// CHECK-SAME:    (%[[P:[a-z0-9_]+]]: tensor<8x2xf32>, %[[T:[a-z0-9_]+]]: tensor<8x2xf32>)
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<f32>
+// CHECK-NEXT:    %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E0]] : tensor<f32>) -> tensor<f32>
+// CHECK-NEXT:    %[[TOTAL:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]
+// CHECK-SAME:      doc = "frame.mse_loss"}
+// CHECK-SAME:      ins(%[[P]], %[[T]] : tensor<8x2xf32>, tensor<8x2xf32>) outs(%[[INIT]] : tensor<f32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %[[Y:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[D:.*]] = arith.subf %[[X]], %[[Y]] : f32
+// CHECK-NEXT:      %[[SQ:.*]] = arith.mulf %[[D]], %[[D]] : f32
+// CHECK-NEXT:      %[[NEW:.*]] = arith.addf %[[ACC]], %[[SQ]] : f32
+// CHECK-NEXT:      linalg.yield %[[NEW]] : f32
+// CHECK-NEXT:    } -> tensor<f32>
+// CHECK-NEXT:    %[[E1:.*]] = tensor.empty() : tensor<f32>
+// CHECK-NEXT:    %[[MEAN:.*]] = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []
+// CHECK-SAME:      doc = "frame.mse_loss"}
+// CHECK-SAME:      ins(%[[TOTAL]] : tensor<f32>) outs(%[[E1]] : tensor<f32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[S:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[N:.*]] = arith.constant 1.600000e+01 : f32
+// CHECK-NEXT:      %[[Q:.*]] = arith.divf %[[S]], %[[N]] : f32
+// CHECK-NEXT:      linalg.yield %[[Q]] : f32
+// CHECK-NEXT:    } -> tensor<f32>
+// CHECK-NEXT:    func.return %[[MEAN]] : tensor<f32>
+
+// -----
+
+// mse_loss_grad reads the 0-d dloss through a constant map; frame.constant is a fill.
+func.func @mse_grad(%p: tensor<8x2xf32>, %t: tensor<8x2xf32>) -> tensor<8x2xf32> {
+  %one = frame.constant 1.0 : tensor<f32>
+  %0 = frame.mse_loss_grad %p, %t, %one : (tensor<8x2xf32>, tensor<8x2xf32>, tensor<f32>) -> tensor<8x2xf32>
+  func.return %0 : tensor<8x2xf32>
+}
+
+// CHECK-LABEL: func.func @mse_grad
+// CHECK-SAME:    (%[[P:[a-z0-9_]+]]: tensor<8x2xf32>, %[[T:[a-z0-9_]+]]: tensor<8x2xf32>)
+// CHECK-NEXT:    %[[C1:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<f32>
+// CHECK-NEXT:    %[[ONE:.*]] = linalg.fill ins(%[[C1]] : f32) outs(%[[E0]] : tensor<f32>) -> tensor<f32>
+// CHECK-NEXT:    %[[E1:.*]] = tensor.empty() : tensor<8x2xf32>
+// CHECK-NEXT:    %[[G:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]
+// CHECK-SAME:      doc = "frame.mse_loss_grad"}
+// CHECK-SAME:      ins(%[[P]], %[[T]], %[[ONE]] : tensor<8x2xf32>, tensor<8x2xf32>, tensor<f32>) outs(%[[E1]] : tensor<8x2xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %[[Y:.*]]: f32, %[[DL:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[D:.*]] = arith.subf %[[X]], %[[Y]] : f32
+// 2 / N with N = 16.
+// CHECK-NEXT:      %[[NORM:.*]] = arith.constant 1.250000e-01 : f32
+// CHECK-NEXT:      %[[SC:.*]] = arith.mulf %[[NORM]], %[[D]] : f32
+// CHECK-NEXT:      %[[R:.*]] = arith.mulf %[[SC]], %[[DL]] : f32
+// CHECK-NEXT:      linalg.yield %[[R]] : f32
+// CHECK-NEXT:    } -> tensor<8x2xf32>
+// CHECK-NEXT:    func.return %[[G]] : tensor<8x2xf32>
+
+// -----
+
+// sgd_update writes into the parameter itself: the parameter is the `outs`
+// operand (no tensor.empty), so bufferization can update it in place.
+func.func @sgd(%w: tensor<4x8xf32>, %g: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = frame.sgd_update %w, %g {lr = 0.25 : f32} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  func.return %0 : tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @sgd
+// CHECK-SAME:    (%[[W:[a-z0-9_]+]]: tensor<4x8xf32>, %[[G:[a-z0-9_]+]]: tensor<4x8xf32>)
+// CHECK-NOT:     tensor.empty
+// CHECK-NEXT:    %[[NEW:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]
+// CHECK-SAME:      doc = "frame.sgd_update"}
+// CHECK-SAME:      ins(%[[G]] : tensor<4x8xf32>) outs(%[[W]] : tensor<4x8xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[GV:.*]]: f32, %[[WV:.*]]: f32):
+// CHECK-NEXT:      %[[NLR:.*]] = arith.constant -2.500000e-01 : f32
+// CHECK-NEXT:      %[[STEP:.*]] = arith.mulf %[[GV]], %[[NLR]] : f32
+// CHECK-NEXT:      %[[R:.*]] = arith.addf %[[WV]], %[[STEP]] : f32
+// CHECK-NEXT:      linalg.yield %[[R]] : f32
+// CHECK-NEXT:    } -> tensor<4x8xf32>
+// CHECK-NEXT:    func.return %[[NEW]] : tensor<4x8xf32>
+
+// -----
+
+func.func @unranked(%a: tensor<8x4xf32>) -> tensor<*xf32> {
+  %0 = frame.relu %a : (tensor<8x4xf32>) -> tensor<*xf32>
+  func.return %0 : tensor<*xf32>
+}
+
+// CHECK: convert-frame-to-linalg at @unranked: frame.relu: expected static shapes (run frame-shape-inference first)

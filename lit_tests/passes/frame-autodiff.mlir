@@ -1,0 +1,135 @@
+// RUN: frame-opt %s --split-input-file --verify-diagnostics -p frame-autodiff | filecheck %s
+
+// A two-layer MLP with a skip connection (%h is used twice), a parameter the
+// loss does not depend on (%unused), a data input (%x) and a target (%t).
+func.func @mlp(%x: tensor<8x4xf32>, %w1: tensor<4x8xf32> {frame.param = "fc1.weight"}, %b1: tensor<8x8xf32> {frame.param = "fc1.bias"}, %w2: tensor<8x8xf32> {frame.param = "fc2.weight"}, %unused: tensor<3x5xf32> {frame.param = "unused"}, %t: tensor<8x8xf32>) -> tensor<f32> {
+  %0 = frame.matmul %x, %w1 : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %1 = frame.add %0, %b1 : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %h = frame.relu %1 : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %3 = frame.matmul %h, %w2 : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %4 = frame.add %3, %h : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %5 = frame.mse_loss %4, %t : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<f32>
+  func.return %5 : tensor<f32>
+}
+
+// The original function is left unchanged.
+// CHECK-LABEL: func.func @mlp(
+// CHECK-SAME:    -> tensor<f32> {
+// CHECK:         %[[L:.*]] = frame.mse_loss
+// CHECK-NEXT:    func.return %[[L]] : tensor<f32>
+// CHECK-NEXT:  }
+
+// @mlp_grad returns the loss then one gradient per parameter, in parameter order.
+// CHECK-LABEL: func.func @mlp_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<8x4xf32>, %[[W1:[a-z0-9_]+]]: tensor<4x8xf32> {frame.param = "fc1.weight"}, %[[B1:[a-z0-9_]+]]: tensor<8x8xf32> {frame.param = "fc1.bias"}, %[[W2:[a-z0-9_]+]]: tensor<8x8xf32> {frame.param = "fc2.weight"}, %[[UNUSED:[a-z0-9_]+]]: tensor<3x5xf32> {frame.param = "unused"}, %[[T:[a-z0-9_]+]]: tensor<8x8xf32>)
+// CHECK-SAME:    -> (tensor<f32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<3x5xf32>) attributes {frame.grad_of = "mlp"} {
+// The forward ops, copied.
+// CHECK-NEXT:    %[[MM1:.*]] = frame.matmul %[[X]], %[[W1]] : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[Z1:.*]] = frame.add %[[MM1]], %[[B1]] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[H:.*]] = frame.relu %[[Z1]] : (tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[MM2:.*]] = frame.matmul %[[H]], %[[W2]] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[OUT:.*]] = frame.add %[[MM2]], %[[H]] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[LOSS:.*]] = frame.mse_loss %[[OUT]], %[[T]] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<f32>
+// The backward pass seeds d loss = 1; no frame.neg: the target gets no gradient.
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.0 : tensor<f32>
+// CHECK-NEXT:    %[[DOUT:.*]] = frame.mse_loss_grad %[[OUT]], %[[T]], %[[ONE]] : (tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>) -> tensor<8x8xf32>
+// frame.add passes its adjoint through; the matmul VJPs use the transpose flags
+// (dA = dC @ B^T, dB = A^T @ dC), no frame.transpose is materialised.
+// CHECK-NEXT:    %[[DH2:.*]] = frame.matmul %[[DOUT]], %[[W2]] {transpose_rhs} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[DW2:.*]] = frame.matmul %[[H]], %[[DOUT]] {transpose_lhs} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// %h has two uses: its adjoints are summed.
+// CHECK-NEXT:    %[[DH:.*]] = frame.add %[[DOUT]], %[[DH2]] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[DZ1:.*]] = frame.relu_grad %[[Z1]], %[[DH]] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// Only d/d w1 for the first matmul: no `matmul %dz1, %w1 {transpose_rhs}` for the data input.
+// CHECK-NEXT:    %[[DW1:.*]] = frame.matmul %[[X]], %[[DZ1]] {transpose_lhs} : (tensor<8x4xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// The unused parameter gets a zero gradient of its shape.
+// CHECK-NEXT:    %[[DUNUSED:.*]] = frame.constant 0.0 : tensor<3x5xf32>
+// d fc1.bias is the adjoint of %z1 itself.
+// CHECK-NEXT:    func.return %[[LOSS]], %[[DW1]], %[[DZ1]], %[[DW2]], %[[DUNUSED]] : tensor<f32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<3x5xf32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  {{^}}}
+
+// -----
+
+// The other VJP rules: transpose, sub (only the active operand), mul, scale,
+// neg, a matmul with both flags, and sum (whose VJP is broadcast).
+func.func @rules(%a: tensor<4x8xf32> {frame.param = "a"}, %b: tensor<8x4xf32> {frame.param = "b"}, %c: tensor<8x4xf32>) -> tensor<f32> {
+  %0 = frame.transpose %a : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %1 = frame.sub %c, %0 : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  %2 = frame.mul %1, %b : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  %3 = frame.scale %2 {factor = 3.0 : f32} : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  %4 = frame.neg %3 : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  %5 = frame.matmul %a, %4 {transpose_lhs, transpose_rhs} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<8x8xf32>
+  %6 = frame.sum %5 : (tensor<8x8xf32>) -> tensor<f32>
+  func.return %6 : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @rules_grad
+// CHECK-SAME:    (%[[A:[a-z0-9_]+]]: tensor<4x8xf32> {frame.param = "a"}, %[[B:[a-z0-9_]+]]: tensor<8x4xf32> {frame.param = "b"}, %[[C:[a-z0-9_]+]]: tensor<8x4xf32>)
+// CHECK-SAME:    -> (tensor<f32>, tensor<4x8xf32>, tensor<8x4xf32>)
+// CHECK:         %[[D1:.*]] = frame.sub %[[C]], %{{.*}}
+// CHECK-NEXT:    %[[D2:.*]] = frame.mul %[[D1]], %[[B]]
+// CHECK:         %[[D4:.*]] = frame.neg
+// CHECK-NEXT:    %[[D5:.*]] = frame.matmul %[[A]], %[[D4]] {transpose_lhs, transpose_rhs}
+// CHECK-NEXT:    %[[SUM:.*]] = frame.sum %[[D5]]
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.0 : tensor<f32>
+// CHECK-NEXT:    %[[G5:.*]] = frame.broadcast %[[ONE]] : (tensor<f32>) -> tensor<8x8xf32>
+// C = A^T B^T: dA = B^T dC^T, dB = dC^T A^T.
+// CHECK-NEXT:    %[[GA1:.*]] = frame.matmul %[[D4]], %[[G5]] {transpose_lhs, transpose_rhs} : (tensor<8x4xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:    %[[G4:.*]] = frame.matmul %[[G5]], %[[A]] {transpose_lhs, transpose_rhs} : (tensor<8x8xf32>, tensor<4x8xf32>) -> tensor<8x4xf32>
+// CHECK-NEXT:    %[[G3:.*]] = frame.neg %[[G4]]
+// CHECK-NEXT:    %[[G2:.*]] = frame.scale %[[G3]] {factor = 3.000000e+00 : f32}
+// CHECK-NEXT:    %[[G1:.*]] = frame.mul %[[G2]], %[[B]]
+// CHECK-NEXT:    %[[GB:.*]] = frame.mul %[[G2]], %[[D1]]
+// %c is data: sub only emits the gradient of its second operand.
+// CHECK-NEXT:    %[[G0:.*]] = frame.neg %[[G1]]
+// CHECK-NEXT:    %[[GA2:.*]] = frame.transpose %[[G0]] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+// %a is used twice (transpose and matmul).
+// CHECK-NEXT:    %[[GA:.*]] = frame.add %[[GA1]], %[[GA2]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:    func.return %[[SUM]], %[[GA]], %[[GB]] : tensor<f32>, tensor<4x8xf32>, tensor<8x4xf32>
+
+// -----
+
+// A loss that depends on no parameter: every gradient is zero.
+func.func @constant_loss(%x: tensor<4xf32>, %w: tensor<2x2xf32> {frame.param = "w"}) -> tensor<f32> {
+  %0 = frame.sum %x : (tensor<4xf32>) -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @constant_loss_grad
+// CHECK:         %[[L:.*]] = frame.sum
+// CHECK-NEXT:    %[[Z:.*]] = frame.constant 0.0 : tensor<2x2xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[Z]] : tensor<f32>, tensor<2x2xf32>
+
+// -----
+
+// A function without frame.param arguments is not differentiated.
+func.func @no_params(%x: tensor<4xf32>) -> tensor<f32> {
+  %0 = frame.sum %x : (tensor<4xf32>) -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @no_params
+// CHECK:         func.return
+// CHECK-NEXT:  }
+// CHECK-NEXT:  {{^}}}
+
+// -----
+
+func.func @no_rule(%x: tensor<8x8xf32>, %w: tensor<8x8xf32> {frame.param = "w"}, %t: tensor<8x8xf32>) -> tensor<f32> {
+  %0 = frame.relu_grad %x, %w : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %1 = frame.mse_loss %0, %t : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<f32>
+  func.return %1 : tensor<f32>
+}
+
+// The location names the function being built (@no_rule_grad), not @no_rule.
+// CHECK: frame-autodiff at @no_rule{{(_grad)?}}: frame.relu_grad: no gradient rule for frame.relu_grad
+
+// -----
+
+func.func @not_a_loss(%w: tensor<4xf32> {frame.param = "w"}) -> tensor<4xf32> {
+  %0 = frame.neg %w : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// CHECK: frame-autodiff at @not_a_loss{{(_grad)?}}: func.return: expected the function to return exactly one 0-d tensor (the loss)

@@ -1,0 +1,159 @@
+// RUN: frame-opt %s --split-input-file --verify-diagnostics -p frame-bufferize | filecheck %s
+
+// A train-step shaped function: three 4x4 intermediates, a 0-d loss returned as
+// result #0, and the parameter %w donated to result #1 (updated in place).
+func.func @step(%x: tensor<4x4xf32>, %w: tensor<4x4xf32> {frame.param = "w", frame.aliasing_output = 1 : i64}) -> (tensor<f32>, tensor<4x4xf32>) {
+  %e0 = tensor.empty() : tensor<4x4xf32>
+  %a = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x4xf32>) outs(%e0 : tensor<4x4xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %s = arith.mulf %i, %i : f32
+    linalg.yield %s : f32
+  } -> tensor<4x4xf32>
+  %e1 = tensor.empty() : tensor<4x4xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %w : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e1 : tensor<4x4xf32>) {
+  ^bb0(%i: f32, %j: f32, %o: f32):
+    %s = arith.addf %i, %j : f32
+    linalg.yield %s : f32
+  } -> tensor<4x4xf32>
+  %e2 = tensor.empty() : tensor<4x4xf32>
+  %c = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%b : tensor<4x4xf32>) outs(%e2 : tensor<4x4xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %s = arith.negf %i : f32
+    linalg.yield %s : f32
+  } -> tensor<4x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %e3 = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e3 : tensor<f32>) -> tensor<f32>
+  %loss = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]} ins(%c : tensor<4x4xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%i: f32, %acc: f32):
+    %s = arith.addf %acc, %i : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %w1 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%c : tensor<4x4xf32>) outs(%w : tensor<4x4xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %s = arith.subf %o, %i : f32
+    linalg.yield %s : f32
+  } -> tensor<4x4xf32>
+  func.return %loss, %w1 : tensor<f32>, tensor<4x4xf32>
+}
+
+// The donated result leaves the signature; the loss becomes an out-parameter
+// (frame.output = 0); the arena is the last argument and its size an attribute.
+// CHECK-LABEL: func.func @step
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: memref<4x4xf32>,
+// CHECK-SAME:    %[[W:[a-z0-9_]+]]: memref<4x4xf32> {frame.param = "w", frame.aliasing_output = 1 : i64},
+// CHECK-SAME:    %[[OUT:[a-z0-9_]+]]: memref<f32> {frame.output = 0 : i64},
+// CHECK-SAME:    %[[ARENA:[a-z0-9_]+]]: memref<128xi8> {frame.arena})
+// CHECK-SAME:    attributes {frame.arena_size = 128 : i64} {
+// %a lives at offset 0 ...
+// CHECK-NEXT:    %[[OFF0:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[A:.*]] = memref.view %[[ARENA]][%[[OFF0]]][] : memref<128xi8> to memref<4x4xf32>
+// CHECK-NEXT:    linalg.generic
+// CHECK-SAME:      ins(%[[X]] : memref<4x4xf32>) outs(%[[A]] : memref<4x4xf32>)
+// CHECK:         }
+// ... %b overlaps it (it reads %a), so it goes at offset 64 ...
+// CHECK-NEXT:    %[[OFF1:.*]] = arith.constant 64 : index
+// CHECK-NEXT:    %[[B:.*]] = memref.view %[[ARENA]][%[[OFF1]]][] : memref<128xi8> to memref<4x4xf32>
+// CHECK-NEXT:    linalg.generic
+// CHECK-SAME:      ins(%[[A]], %[[W]] : memref<4x4xf32>, memref<4x4xf32>) outs(%[[B]] : memref<4x4xf32>)
+// CHECK:         }
+// ... and %c reuses offset 0: %a is dead by then.
+// CHECK-NEXT:    %[[OFF2:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[C:.*]] = memref.view %[[ARENA]][%[[OFF2]]][] : memref<128xi8> to memref<4x4xf32>
+// CHECK-NEXT:    linalg.generic
+// CHECK-SAME:      ins(%[[B]] : memref<4x4xf32>) outs(%[[C]] : memref<4x4xf32>)
+// CHECK:         }
+// The loss is computed directly in the out-parameter, not in the arena.
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    linalg.fill ins(%[[ZERO]] : f32) outs(%[[OUT]] : memref<f32>)
+// CHECK-NEXT:    linalg.generic
+// CHECK-SAME:      ins(%[[C]] : memref<4x4xf32>) outs(%[[OUT]] : memref<f32>)
+// CHECK:         }
+// The parameter is updated in its own buffer.
+// CHECK-NEXT:    linalg.generic
+// CHECK-SAME:      ins(%[[C]] : memref<4x4xf32>) outs(%[[W]] : memref<4x4xf32>)
+// CHECK:         }
+// CHECK-NEXT:    func.return{{$}}
+// CHECK-NOT:     tensor
+// CHECK-NOT:     memref.alloc
+
+// -----
+
+// A function without intermediates still gets a (minimal, 64-byte) arena.
+func.func @passthrough(%x: tensor<4xf32>) -> tensor<4xf32> {
+  func.return %x : tensor<4xf32>
+}
+
+// Returning an argument copies it into the out-parameter.
+// CHECK-LABEL: func.func @passthrough
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: memref<4xf32>, %[[OUT:[a-z0-9_]+]]: memref<4xf32> {frame.output = 0 : i64}, %{{.*}}: memref<64xi8> {frame.arena})
+// CHECK-SAME:    attributes {frame.arena_size = 64 : i64}
+// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+// CHECK-SAME:      ins(%[[X]] : memref<4xf32>) outs(%[[OUT]] : memref<4xf32>)
+// CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      linalg.yield %[[V]] : f32
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return
+
+// -----
+
+// Writing into an argument that is not donated keeps value semantics: the
+// argument is first copied into a fresh buffer (here: the out-parameter).
+func.func @not_donated(%g: tensor<4xf32>, %p: tensor<4xf32>) -> tensor<4xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%g : tensor<4xf32>) outs(%p : tensor<4xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %s = arith.subf %o, %i : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @not_donated
+// CHECK-SAME:    (%[[G:[a-z0-9_]+]]: memref<4xf32>, %[[P:[a-z0-9_]+]]: memref<4xf32>, %[[OUT:[a-z0-9_]+]]: memref<4xf32> {frame.output = 0 : i64}, %{{.*}}: memref<64xi8> {frame.arena})
+// CHECK-NEXT:    linalg.generic
+// CHECK-SAME:      ins(%[[P]] : memref<4xf32>) outs(%[[OUT]] : memref<4xf32>)
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%[[G]] : memref<4xf32>) outs(%[[OUT]] : memref<4xf32>)
+// CHECK-NOT:     outs(%[[P]]
+
+// -----
+
+// One value returned twice: computed in the first out-parameter, copied to the second.
+func.func @returned_twice(%g: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %e = tensor.empty() : tensor<4xf32>
+  %q = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%g : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %s = arith.negf %i : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  func.return %q, %q : tensor<4xf32>, tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @returned_twice
+// CHECK-SAME:    (%[[G:[a-z0-9_]+]]: memref<4xf32>, %[[OUT0:[a-z0-9_]+]]: memref<4xf32> {frame.output = 0 : i64}, %[[OUT1:[a-z0-9_]+]]: memref<4xf32> {frame.output = 1 : i64}, %{{.*}}: memref<64xi8> {frame.arena})
+// CHECK-NEXT:    linalg.generic
+// CHECK-SAME:      ins(%[[G]] : memref<4xf32>) outs(%[[OUT0]] : memref<4xf32>)
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%[[OUT0]] : memref<4xf32>) outs(%[[OUT1]] : memref<4xf32>)
+
+// -----
+
+// A donated parameter that is still read after its update cannot be updated in
+// place (frame-sgd-fuse places the updates last so that this does not happen).
+func.func @read_after_update(%g: tensor<4xf32>, %p: tensor<4xf32> {frame.aliasing_output = 0 : i64}) -> (tensor<4xf32>, tensor<4xf32>) {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%g : tensor<4xf32>) outs(%p : tensor<4xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %s = arith.subf %o, %i : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %q = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%p : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %s = arith.negf %i : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  func.return %r, %q : tensor<4xf32>, tensor<4xf32>
+}
+
+// The location reads `<module>: func.func` where `@read_after_update` would be clearer.
+// CHECK: frame-bufferize at {{.*}}: argument #1 is donated to result #0, but that result is not computed in its buffer
