@@ -21,6 +21,7 @@ Gradient rules live in ``frame_mlir.passes.vjp_rules`` and lowerings in
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
@@ -342,8 +343,8 @@ class MatmulOp(FrameOp):
         kb, n = (b[1], b[0]) if attrs.get("transpose_rhs") else b
         if ka != kb:
             raise ShapeError(
-                f"frame.matmul: contraction dims must match: lhs gives {ka}, "
-                f"expected rhs to give {ka}, found {kb}"
+                f"frame.matmul: contraction dims must match: expected rhs dim {ka} "
+                f"(the lhs's), found {kb}"
             )
         return (m, n)
 
@@ -458,7 +459,8 @@ class ConstantOp(FrameOp):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_string(repr(self.splat_value()))
+        # As arith.constant prints f32: `1.000000e-01`, 9 digits if needed, hex for inf/nan.
+        printer.print_float(self.splat_value(), f32)
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
@@ -466,8 +468,14 @@ class ConstantOp(FrameOp):
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
         negative = parser.parse_optional_punctuation("-") is not None
+        # A hex literal is the f32 bit pattern (how inf and nan print), as in MLIR.
+        is_hex = parser._current_token.text[:2] in ("0x", "0X")  # noqa: SLF001
         number = parser.parse_number()
-        value = -float(number) if negative else float(number)
+        if is_hex:
+            value = struct.unpack("<f", int(number).to_bytes(4, "little"))[0]
+        else:
+            value = float(number)
+        value = -value if negative else value
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         typ = parser.parse_type()

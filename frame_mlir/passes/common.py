@@ -7,8 +7,15 @@ from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import PassFailedException
 
 
-def op_location(op: Operation) -> str:
-    """`@func: <op text>` -- where a diagnostic points in a module without file locations."""
+def op_location(op: Operation, function: str | None = None) -> str:
+    """`@func: <op name>` -- where a diagnostic points in a module without file locations.
+
+    `function` names the user's function when `op` sits in one a pass is building.
+    """
+    if isinstance(op, func.FuncOp):
+        return f"@{function or op.sym_name.data}"
+    if function is not None:
+        return f"@{function}: {op.name}"
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, func.FuncOp):
         parent = parent.parent_op()
@@ -16,9 +23,12 @@ def op_location(op: Operation) -> str:
     return f"{where}: {op.name}"
 
 
-def fail(pass_name: str, op: Operation | None, message: str) -> PassFailedException:
+def fail(pass_name: str, op: Operation | None, message: str,
+         function: str | None = None) -> PassFailedException:
     """A pass failure naming the pass, the op and what went wrong."""
-    where = f" at {op_location(op)}" if op is not None else ""
+    where = f" at {op_location(op, function)}" if op is not None else ""
+    if op is not None and message.startswith(f"{op.name}: "):
+        message = message[len(op.name) + 2:]  # the location already names the op
     return PassFailedException(f"{pass_name}{where}: {message}")
 
 

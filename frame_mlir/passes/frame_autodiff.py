@@ -56,11 +56,13 @@ class FrameAutodiff(ModulePass):
         block = grad_fn.body.blocks[0]
         if len(grad_fn.body.blocks) != 1:
             raise fail(self.name, fn, "expected a single-block function")
+        user_fn = fn.sym_name.data
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
         if len(ret.operands) != 1 or frame.static_shape(ret.operands[0]) != ():
             raise fail(self.name, ret,
-                       "expected the function to return exactly one 0-d tensor (the loss)")
+                       "expected the function to return exactly one 0-d tensor (the loss)",
+                       user_fn)
         loss = ret.operands[0]
         params = [block.args[i] for i in param_indices(grad_fn)]
 
@@ -86,7 +88,7 @@ class FrameAutodiff(ModulePass):
                 continue
             rule = VJP_RULES.get(type(o))
             if rule is None:
-                raise fail(self.name, o, f"no gradient rule for {o.name}")
+                raise fail(self.name, o, f"no gradient rule for {o.name}", user_fn)
             grads = rule(emit, o, adjoint[o.results[0]], need)
             for value, g in zip(o.operands, grads, strict=True):
                 if g is None or value not in active:

@@ -32,7 +32,7 @@ class FrameSgdFuse(ModulePass):
 
     name = "frame-sgd-fuse"
 
-    lr: float = 0.01
+    lr: float | int = 0.01
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         if not self.lr > 0:

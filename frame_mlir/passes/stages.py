@@ -11,4 +11,4 @@ STAGE_NAMES: tuple[str, ...] = (
 BACKEND_STAGES: tuple[str, ...] = ("llvm-ir", "llvm-opt", "asm")
 
 #: Every dump point of `frame-run --emit-stage`, in pipeline order.
-ALL_STAGES: tuple[str, ...] = ("frame-unshaped", *STAGE_NAMES, *BACKEND_STAGES)
+ALL_STAGES: tuple[str, ...] = ("frontend", *STAGE_NAMES, *BACKEND_STAGES)

@@ -5,16 +5,25 @@ The tools only parse arguments and call into here.
 
 from __future__ import annotations
 
+import io
 import sys
 from typing import TextIO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
+from xdsl.printer import Printer
 
 from frame_mlir.frontend.lower_spec import lower_spec
 from frame_mlir.frontend.spec import ModelSpec
 from frame_mlir.passes.pipeline import run_pipeline
 from frame_mlir.passes.stages import STAGE_NAMES
+
+
+def ir_text(module: ModuleOp) -> str:
+    """The module in custom MLIR syntax, as frame-opt prints it."""
+    buf = io.StringIO()
+    Printer(stream=buf).print_op(module)
+    return buf.getvalue()
 
 
 def format_loss(value: float) -> str:
@@ -26,12 +35,12 @@ def emit_stage(spec: ModelSpec, stage: str, out: TextIO) -> None:
     """Print the IR of `spec` at `stage` and stop."""
     lowered = lower_spec(spec)
     module = lowered.module
-    if stage == "frame-unshaped":
-        out.write(str(module) + "\n")
+    if stage == "frontend":
+        out.write(ir_text(module) + "\n")
         return
     if stage in STAGE_NAMES:
         run_pipeline(module, spec.optimizer.learning_rate, stop_after=stage)
-        out.write(str(module) + "\n")
+        out.write(ir_text(module) + "\n")
         return
     run_pipeline(module, spec.optimizer.learning_rate)
     from frame_mlir.backend.llvm.jit import jit_compile
@@ -48,7 +57,7 @@ def emit_stage(spec: ModelSpec, stage: str, out: TextIO) -> None:
 def print_ir_after_all_hook(out: TextIO):
     """An after-pass hook printing the module the way mlir-opt's flag does."""
     def hook(p: ModulePass, module: ModuleOp) -> None:
-        out.write(f"// -----// IR Dump After {p.name} //----- //\n{module}\n\n")
+        out.write(f"// -----// IR Dump After {p.name} //----- //\n{ir_text(module)}\n\n")
     return hook
 
 

@@ -37,7 +37,7 @@ func.func @matmul_contraction(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
   %0 = frame.matmul %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   func.return
 }
-// CHECK:      frame.matmul: contraction dims must match: lhs gives 8, expected rhs to give 8, found 4
+// CHECK:      frame.matmul: contraction dims must match: expected rhs dim 8 (the lhs's), found 4
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "matmul_contraction"
 
@@ -48,7 +48,7 @@ func.func @matmul_contraction_transposed(%a: tensor<4x8xf32>, %b: tensor<4x8xf32
   %0 = frame.matmul %a, %b {transpose_lhs, transpose_rhs} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x4xf32>
   func.return
 }
-// CHECK:      frame.matmul: contraction dims must match: lhs gives 4, expected rhs to give 4, found 8
+// CHECK:      frame.matmul: contraction dims must match: expected rhs dim 4 (the lhs's), found 8
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "matmul_contraction_transposed"
 

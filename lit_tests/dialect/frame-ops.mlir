@@ -45,9 +45,9 @@ func.func @ops(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %m: tensor<8x4xf32>, %s
 // CHECK-NEXT:  %{{.*}} = frame.broadcast %[[S]] : (tensor<f32>) -> tensor<4x8xf32>
 // CHECK-NEXT:  %[[MSE:.*]] = frame.mse_loss %[[A]], %[[B]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
 // CHECK-NEXT:  %{{.*}} = frame.mse_loss_grad %[[A]], %[[B]], %[[S]] : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
-// CHECK-NEXT:  %{{.*}} = frame.constant 1.0 : tensor<f32>
-// CHECK-NEXT:  %{{.*}} = frame.constant -0.5 : tensor<4x8xf32>
-// CHECK-NEXT:  %{{.*}} = frame.constant 3.0 {tag = "int literal"} : tensor<2xf32>
+// CHECK-NEXT:  %{{.*}} = frame.constant 1.000000e+00 : tensor<f32>
+// CHECK-NEXT:  %{{.*}} = frame.constant -5.000000e-01 : tensor<4x8xf32>
+// CHECK-NEXT:  %{{.*}} = frame.constant 3.000000e+00 {tag = "int literal"} : tensor<2xf32>
 // CHECK-NEXT:  %{{.*}} = frame.sgd_update %[[A]], %[[B]] {lr = 5.000000e-02 : f32} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
 // CHECK-NEXT:  func.return %[[MSE]] : tensor<f32>
 
