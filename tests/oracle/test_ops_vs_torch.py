@@ -1,0 +1,392 @@
+"""Every frame op, forward and VJP, against PyTorch autograd; plus finite differences.
+
+For an op case `c` with operands `args` the compiled module holds two functions:
+
+* `@c_fwd(args...)` returns the op's result itself, compared elementwise with torch;
+* `@c(args..., r)` returns `sum(op(args) * r)` for a random cotangent `r` (a data
+  input), with the case's differentiable operands marked as parameters, so
+  `@c_grad` returns the loss and the vector-Jacobian products `r^T J`; torch gets the
+  same from `(op(args) * r).sum().backward()`.
+
+The torch side runs in float64 on the very float32 values our code received, so it
+is an (almost) exact oracle and the tolerance measures our float32 rounding only.
+All cases of one op live in one module, compiled once (compiles dominate runtime).
+
+`test_mlp_gradient_vs_finite_differences` checks our gradients against central
+differences of our own compiled forward, an oracle independent of torch and of the
+VJP table.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.dialects import builtin, func
+from xdsl.ir import SSAValue
+
+from frame_mlir.dialects import frame
+from frame_mlir.nn.graph import Graph
+from frame_mlir.nn.module import ParamSpec, UniformSeeded, add_parameter_inputs
+from frame_mlir.runtime.executable import Executable, compile_module
+
+Shape = tuple[int, ...]
+#: Emits the op under test on the case's inputs and returns its result.
+Builder = Callable[[Graph, Sequence[SSAValue]], SSAValue]
+#: The torch reimplementation: (torch module, *input tensors) -> result tensor.
+TorchRef = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class OpCase:
+    """One op applied to inputs of fixed shapes.
+
+    `params[i]` says whether input i is a parameter (gets a gradient) in `@<name>`;
+    a case without parameters is checked forward only.
+    """
+
+    group: str
+    name: str
+    shapes: tuple[Shape, ...]
+    build: Builder
+    ref: TorchRef
+    params: tuple[bool, ...]
+    #: Inputs drawn away from 0, where relu's derivative is undefined.
+    away_from_zero: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.name
+
+    @property
+    def has_vjp(self) -> bool:
+        return any(self.params)
+
+
+def _sym(*parts: object) -> str:
+    """A symbol-safe case name: `add_3x4`, `matmul_tlnr_1x6x2`."""
+    out = []
+    for p in parts:
+        if isinstance(p, tuple):
+            out.append("x".join(str(d) for d in p) if p else "scalar")
+        else:
+            out.append(str(p))
+    return "_".join(out)
+
+
+# --------------------------------------------------------------------------- cases
+
+# Non-square shapes and size-1 dims. Every compiled kernel costs compile time (~0.05 s),
+# so each op gets a few shapes that between them hit the edge cases, not a sweep.
+ELEMENTWISE_SHAPES: tuple[Shape, ...] = ((3, 4), (1, 5), (7, 1))
+#: Elementwise ops are rank-generic and share one lowering: rank 3 once, for add.
+RANK3: Shape = (2, 3, 2)
+MATRIX_SHAPES: tuple[Shape, ...] = ((3, 5), (1, 4), (6, 1))
+# (m, k, n) of op(A)[m, k] @ op(B)[k, n]: general, m = 1, k = n = 1.
+MATMUL_MKN: tuple[tuple[int, int, int], ...] = ((3, 4, 5), (1, 6, 2), (4, 1, 1))
+
+
+def _binary_cases() -> list[OpCase]:
+    ops: list[tuple[str, type[frame.ElementwiseBinaryOp], TorchRef]] = [
+        ("add", frame.AddOp, lambda t, a, b: a + b),
+        ("sub", frame.SubOp, lambda t, a, b: a - b),
+        ("mul", frame.MulOp, lambda t, a, b: a * b),
+    ]
+    cases = [OpCase("add", _sym("add", RANK3), (RANK3, RANK3),
+                    lambda g, v: g.emit(frame.AddOp(v[0], v[1])), ops[0][2], (True, True))]
+    for group, cls, ref in ops:
+        for shape in ELEMENTWISE_SHAPES:
+            cases.append(OpCase(group, _sym(group, shape), (shape, shape),
+                                lambda g, v, cls=cls: g.emit(cls(v[0], v[1])), ref, (True, True)))
+        # One operand used twice: autodiff must sum both adjoint contributions.
+        cases.append(OpCase(group, _sym(group, "self", (4, 3)), ((4, 3),),
+                            lambda g, v, cls=cls: g.emit(cls(v[0], v[0])),
+                            lambda t, a, ref=ref: ref(t, a, a), (True,)))
+    # One operand is data and gets no adjoint; for sub the rhs alone exercises the
+    # negated path, for mul the lhs alone the product with the other operand.
+    for group, cls, ref, params in (("sub", frame.SubOp, ops[1][2], (False, True)),
+                                    ("mul", frame.MulOp, ops[2][2], (True, False))):
+        cases.append(OpCase(group, _sym(group, "one_param", (2, 5)), ((2, 5), (2, 5)),
+                            lambda g, v, cls=cls: g.emit(cls(v[0], v[1])), ref, params))
+    return cases
+
+
+def _unary_cases() -> list[OpCase]:
+    cases = []
+    for shape in ((3, 4), (1, 1), (6, 1)):
+        cases.append(OpCase("neg", _sym("neg", shape), (shape,),
+                            lambda g, v: g.emit(frame.NegOp(v[0])), lambda t, a: -a, (True,)))
+    for i, (shape, factor) in enumerate(zip(((3, 4), (1, 7), (5, 1)), (2.5, -0.75, 1e-3),
+                                            strict=True)):
+        cases.append(OpCase("scale", _sym("scale", i, shape), (shape,),
+                            lambda g, v, f=factor: g.emit(frame.ScaleOp(v[0], f)),
+                            lambda t, a, f=factor: a * f, (True,)))
+    for shape in ((3, 4), (1, 5), (6, 1)):
+        cases.append(OpCase("relu", _sym("relu", shape), (shape,),
+                            lambda g, v: g.emit(frame.ReluOp(v[0])),
+                            lambda t, a: t.relu(a), (True,), away_from_zero=True))
+    for shape in MATRIX_SHAPES:
+        cases.append(OpCase("transpose", _sym("transpose", shape), (shape,),
+                            lambda g, v: g.emit(frame.TransposeOp(v[0])),
+                            lambda t, a: a.T, (True,)))
+    for shape in ((3, 4), (1, 1), (7, 1), (1, 9)):
+        cases.append(OpCase("sum", _sym("sum", shape), (shape,),
+                            lambda g, v: g.emit(frame.SumOp(v[0])),
+                            lambda t, a: a.sum(), (True,)))
+    for shape in ((3, 4), (1, 1), (2, 7)):
+        cases.append(OpCase("broadcast", _sym("broadcast", shape), ((),),
+                            lambda g, v, s=shape: g.emit(
+                                frame.BroadcastOp(v[0], frame.tensor_type(s))),
+                            lambda t, a, s=shape: a.expand(s), (True,)))
+    return cases
+
+
+def _matmul_cases() -> list[OpCase]:
+    cases = []
+    for tl in (False, True):
+        for tr in (False, True):
+            flags = ("tl" if tl else "nl") + ("tr" if tr else "nr")
+            for m, k, n in MATMUL_MKN:
+                a_shape = (k, m) if tl else (m, k)
+                b_shape = (n, k) if tr else (k, n)
+
+                def build(g: Graph, v: Sequence[SSAValue], tl: bool = tl,
+                          tr: bool = tr) -> SSAValue:
+                    return g.emit(frame.MatmulOp(v[0], v[1], transpose_lhs=tl, transpose_rhs=tr))
+
+                def ref(t: Any, a: Any, b: Any, tl: bool = tl, tr: bool = tr) -> Any:
+                    return (a.T if tl else a) @ (b.T if tr else b)
+
+                cases.append(OpCase("matmul", _sym("matmul", flags, (m, k, n)),
+                                    (a_shape, b_shape), build, ref, (True, True)))
+    # A^T A with one operand: both adjoint contributions land on the same value.
+    cases.append(OpCase("matmul", "matmul_gram_4x3", ((4, 3),),
+                        lambda g, v: g.emit(frame.MatmulOp(v[0], v[0], transpose_lhs=True)),
+                        lambda t, a: a.T @ a, (True,)))
+    # (Data lhs with a parameter rhs, x @ W, is every spec's first layer: the
+    # topology tests cover it.)
+    return cases
+
+
+def _mse_cases() -> list[OpCase]:
+    def mse(t: Any, p: Any, y: Any) -> Any:
+        return t.nn.functional.mse_loss(p, y, reduction="mean")
+
+    cases = [OpCase("mse_loss", _sym("mse_loss", s), (s, s),
+                    lambda g, v: g.emit(frame.MseLossOp(v[0], v[1])), mse, (True, True))
+             for s in ((8, 1), (3, 4), (1, 1))]
+    # The usual training setup: the target is data.
+    cases.append(OpCase("mse_loss", "mse_loss_data_target_5x2", ((5, 2), (5, 2)),
+                        lambda g, v: g.emit(frame.MseLossOp(v[0], v[1])), mse, (True, False)))
+    return cases
+
+
+def _forward_only_cases() -> list[OpCase]:
+    """Ops autodiff emits but never differentiates: their forward against torch."""
+
+    def relu_grad(t: Any, x: Any, dy: Any) -> Any:
+        xx = x.detach().requires_grad_()
+        return t.autograd.grad(t.relu(xx), xx, dy)[0]
+
+    def mse_grad(t: Any, p: Any, y: Any, dl: Any) -> Any:
+        pp = p.detach().requires_grad_()
+        return t.autograd.grad(t.nn.functional.mse_loss(pp, y), pp, dl)[0]
+
+    cases = []
+    for s in ((3, 4), (1, 5), (6, 1)):
+        cases.append(OpCase("relu_grad", _sym("relu_grad", s), (s, s),
+                            lambda g, v: g.emit(frame.ReluGradOp(v[0], v[1])), relu_grad,
+                            (False, False), away_from_zero=True))
+        cases.append(OpCase("mse_loss_grad", _sym("mse_loss_grad", s), (s, s, ()),
+                            lambda g, v: g.emit(frame.MseLossGradOp(v[0], v[1], v[2])),
+                            mse_grad, (False, False, False)))
+        cases.append(OpCase("sgd_update", _sym("sgd_update", s), (s, s),
+                            lambda g, v: g.emit(frame.SgdUpdateOp(v[0], v[1], 0.05)),
+                            lambda t, p, gr: p - t.tensor(np.float32(0.05), dtype=p.dtype) * gr,
+                            (False, False)))
+    for s, value in (((3, 4), 1.5), ((1, 1), -0.25), ((2, 5), 0.0)):
+        cases.append(OpCase("constant", _sym("constant", s), (s,),
+                            lambda g, v, s=s, c=value: g.emit(
+                                frame.AddOp(v[0], g.emit(frame.ConstantOp(c, s)))),
+                            lambda t, a, c=value: a + c, (False,)))
+    return cases
+
+
+CASES: list[OpCase] = [*_binary_cases(), *_unary_cases(), *_matmul_cases(), *_mse_cases(),
+                       *_forward_only_cases()]
+VJP_CASES = [c for c in CASES if c.has_vjp]
+CASES_BY_GROUP: dict[str, list[OpCase]] = {}
+for _c in CASES:
+    CASES_BY_GROUP.setdefault(_c.group, []).append(_c)
+
+
+def _out_shape(case: OpCase) -> Shape:
+    """The op's result shape, from the dialect's own shape rule on a scratch graph."""
+    g = Graph("scratch")
+    vals = [g.add_input(s) for s in case.shapes]
+    res = case.build(g, vals)
+    shape = frame.static_shape(res)
+    assert shape is not None
+    return shape
+
+
+def _build_case(case: OpCase) -> list[func.FuncOp]:
+    fns = []
+    fwd = Graph(f"{case.name}_fwd")
+    vals = [fwd.add_input(s, f"in{i}") for i, s in enumerate(case.shapes)]
+    fns.append(fwd.finish([case.build(fwd, vals)]))
+    if case.has_vjp:
+        g = Graph(case.name)
+        ins: list[SSAValue] = []
+        for i, (shape, is_param) in enumerate(zip(case.shapes, case.params, strict=True)):
+            if is_param:
+                (v,) = add_parameter_inputs(g, [ParamSpec(f"p{i}", shape,
+                                                          UniformSeeded(-1.0, 1.0))])
+            else:
+                v = g.add_input(shape, f"in{i}")
+            ins.append(v)
+        y = case.build(g, ins)
+        r = g.add_input(_out_shape(case), "r")
+        loss = g.emit(frame.SumOp(g.emit(frame.MulOp(y, r))))
+        fns.append(g.finish([loss]))
+    return fns
+
+
+@functools.cache
+def _executable(group: str) -> Executable:
+    """All cases of one op in one module, compiled once per test session."""
+    fns = [fn for case in CASES_BY_GROUP[group] for fn in _build_case(case)]
+    return compile_module(builtin.ModuleOp(fns))
+
+
+def _inputs(case: OpCase, rng: np.random.Generator) -> list[np.ndarray]:
+    out = []
+    for shape in case.shapes:
+        u = rng.uniform(-1.0, 1.0, size=shape)
+        if case.away_from_zero:
+            # |x| >= 0.1: relu's kink stays far from every input.
+            u = np.where(u < 0, -1.0, 1.0) * (0.1 + 0.9 * np.abs(u))
+        out.append(np.asarray(u, dtype=np.float32))
+    return out
+
+
+def _case_values(case: OpCase, oracle: Any) -> tuple[list[np.ndarray], np.ndarray]:
+    rng = oracle.rng(case.name)
+    args = _inputs(case, rng)
+    r = np.asarray(rng.uniform(-1.0, 1.0, size=_out_shape(case)), dtype=np.float32)
+    return args, r
+
+
+# --------------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_forward_vs_torch(case: OpCase, torch: Any, oracle: Any) -> None:
+    ex = _executable(case.group)
+    args, _ = _case_values(case, oracle)
+    (ours,) = ex(f"{case.name}_fwd", *args)
+    ref = case.ref(torch, *[torch.from_numpy(a).double() for a in args])
+    oracle.assert_close(ours, ref.detach().numpy(), category=f"ops fwd {case.group}",
+                        what=f"{case.name} forward")
+
+
+@pytest.mark.parametrize("case", VJP_CASES, ids=lambda c: c.id)
+def test_vjp_vs_torch(case: OpCase, torch: Any, oracle: Any) -> None:
+    ex = _executable(case.group)
+    args, r = _case_values(case, oracle)
+    loss, *grads = ex(f"{case.name}_grad", *args, r)
+
+    tensors = [torch.from_numpy(a).double().requires_grad_(p)
+               for a, p in zip(args, case.params, strict=True)]
+    ref_loss = (case.ref(torch, *tensors) * torch.from_numpy(r).double()).sum()
+    ref_loss.backward()
+    ref_grads = [t.grad.numpy() for t, p in zip(tensors, case.params, strict=True) if p]
+
+    oracle.assert_close(loss, ref_loss.detach().numpy(), category=f"ops vjp {case.group}",
+                        what=f"{case.name} loss sum(op * r)")
+    assert len(grads) == len(ref_grads), f"{case.name}: {len(grads)} gradients returned"
+    for i, (ours, ref) in enumerate(zip(grads, ref_grads, strict=True)):
+        oracle.assert_close(ours, ref, category=f"ops vjp {case.group}",
+                            what=f"{case.name} gradient of parameter #{i}")
+
+
+def test_cases_cover_every_frame_op() -> None:
+    """Adding an op to the dialect without an oracle case fails here."""
+    from frame_mlir.dialects.frame import Frame
+
+    covered = {c.group for c in CASES}
+    ops = {op.name.removeprefix("frame.") for op in Frame.operations}
+    assert ops - covered == set(), f"frame ops without an oracle case: {ops - covered}"
+    assert all(len([c for c in CASES if c.group == g]) >= 3 for g in covered)
+
+
+# --------------------------------------------------------------------------- finite differences
+
+FD_BATCH, FD_IN, FD_HIDDEN, FD_OUT = 3, 4, 5, 2
+
+
+@functools.cache
+def _fd_executable() -> Executable:
+    """loss = mse(relu(x @ W1 + b1) @ W2^T, t) + 0.5 * sum(W2 * W2).
+
+    Piecewise quadratic in every parameter, so central differences are exact up to
+    rounding as long as no relu input changes sign; W2 is stored [out, hidden] and
+    used through the transpose flag, and used twice (adjoints accumulate).
+    """
+    g = Graph("fd")
+    x = g.add_input((FD_BATCH, FD_IN), "x")
+    w1, b1, w2 = add_parameter_inputs(g, [
+        ParamSpec("w1", (FD_IN, FD_HIDDEN), UniformSeeded(-1.0, 1.0)),
+        ParamSpec("b1", (FD_BATCH, FD_HIDDEN), UniformSeeded(-1.0, 1.0)),
+        ParamSpec("w2", (FD_OUT, FD_HIDDEN), UniformSeeded(-1.0, 1.0)),
+    ])
+    t = g.add_input((FD_BATCH, FD_OUT), "t")
+    h = g.emit(frame.ReluOp(g.emit(frame.AddOp(g.emit(frame.MatmulOp(x, w1)), b1))))
+    y = g.emit(frame.MatmulOp(h, w2, transpose_rhs=True))
+    mse = g.emit(frame.MseLossOp(y, t))
+    decay = g.emit(frame.ScaleOp(g.emit(frame.SumOp(g.emit(frame.MulOp(w2, w2)))), 0.5))
+    fn = g.finish([g.emit(frame.AddOp(mse, decay))])
+    return compile_module(builtin.ModuleOp([fn]))
+
+
+def test_mlp_gradient_vs_finite_differences(oracle: Any) -> None:
+    ex = _fd_executable()
+    rng = oracle.rng("finite-differences")
+    f32 = np.float32
+    h = 1e-2
+    x = rng.uniform(-1, 1, (FD_BATCH, FD_IN)).astype(f32)
+    w1 = rng.uniform(-1, 1, (FD_IN, FD_HIDDEN)).astype(f32)
+    # Choose b1 so every relu input sits at |pre| >= 0.2: perturbing one entry of W1
+    # by h moves a relu input by at most h * max|x| <= h, one of b1 by h, so no
+    # difference quotient straddles a kink.
+    pre = rng.uniform(-1, 1, (FD_BATCH, FD_HIDDEN))
+    pre = np.where(pre < 0, -1.0, 1.0) * (0.2 + 0.8 * np.abs(pre))
+    b1 = (pre - x.astype(np.float64) @ w1).astype(f32)
+    params = [w1, b1, rng.uniform(-1, 1, (FD_OUT, FD_HIDDEN)).astype(f32)]
+    t = rng.uniform(-1, 1, (FD_BATCH, FD_OUT)).astype(f32)
+    assert np.min(np.abs(x.astype(np.float64) @ w1 + b1)) > 10 * h
+
+    loss, *grads = ex("fd_grad", x, *params, t)
+    (loss_fwd,) = ex("fd", x, *params, t)
+    # Same forward ops, but the pipeline may schedule them differently: not bitwise.
+    oracle.assert_close(loss, loss_fwd, category="finite differences", rtol=1e-6, atol=0.0,
+                        what="loss of @fd_grad vs @fd")
+
+    for k, (p, grad) in enumerate(zip(params, grads, strict=True)):
+        fd = np.zeros(p.shape)
+        for idx in np.ndindex(p.shape):
+            plus, minus = p.copy(), p.copy()
+            plus[idx] = f32(p[idx] + h)
+            minus[idx] = f32(p[idx] - h)
+            # The step actually taken is the difference of the rounded f32 values.
+            step = float(plus[idx]) - float(minus[idx])
+            lp = float(ex("fd", x, *[plus if j == k else q for j, q in enumerate(params)], t)[0])
+            lm = float(ex("fd", x, *[minus if j == k else q for j, q in enumerate(params)], t)[0])
+            fd[idx] = (lp - lm) / step
+        # Rounding of the f32 loss (~1e-7) divided by the step (2e-2): ~1e-5 absolute.
+        oracle.assert_close(grad, fd, category="finite differences", rtol=1e-3, atol=1e-4,
+                            what=f"gradient of parameter #{k} vs central differences")
