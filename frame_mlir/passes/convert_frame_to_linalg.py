@@ -21,7 +21,7 @@ from math import prod
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, tensor
+from xdsl.dialects import arith, builtin, math, tensor
 from xdsl.dialects.builtin import AffineMapAttr, TensorType, f32
 from xdsl.dialects.linalg import attrs as linalg_attrs
 from xdsl.dialects.linalg import ops as linalg
@@ -140,8 +140,9 @@ def _relu_grad(lw: Lowerer, op: Operation) -> SSAValue:
 
 
 def _mac(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
-    prod = b.insert(arith.MulfOp(a[0], a[1])).result
-    return b.insert(arith.AddfOp(a[2], prod)).result
+    # A fused multiply-add: one rounding per step, as BLAS kernels (and PyTorch's
+    # matmul) do, and one instruction instead of two in the vectorized loop.
+    return b.insert(math.FmaOp(a[0], a[1], a[2])).result
 
 
 def _matmul(lw: Lowerer, op: Operation) -> SSAValue:

@@ -3,7 +3,7 @@
 Expects: bufferized `linalg.generic` ops on memrefs that implement `frame.matmul`
 (`doc = "frame.matmul"`) in the (i, k, j) order convert-frame-to-linalg chooses:
 iterators [parallel, reduction, parallel], output map (d0, d2), B map (d1, d2),
-A map (d0, d1) or (d1, d0) (a transposed lhs), body `c + a * b`.
+A map (d0, d1) or (d1, d0) (a transposed lhs), body `fma(a, b, c)`.
 Does: replaces each with an scf loop nest over TM x TN tiles of C,
 
     for i0 in [0, Mt) step TM:  for j0 in [0, Nt) step TN:  for k in [0, K):
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, memref, scf
+from xdsl.dialects import arith, builtin, math, memref, scf
 from xdsl.dialects.builtin import IndexType, MemRefType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
@@ -57,7 +57,7 @@ def _matmul_layout(op: linalg.GenericOp) -> bool | None:
     if b != (1, 2) or c != (0, 2) or a not in ((0, 1), (1, 0)):
         return None
     body = [o.name for o in op.body.block.ops]
-    if body != ["arith.mulf", "arith.addf", "linalg.yield"]:
+    if body != ["math.fma", "linalg.yield"]:
         return None
     if not all(isinstance(v.type, MemRefType) for v in op.operands):
         return None
@@ -91,8 +91,7 @@ def _mac(b: Builder, a_val: SSAValue, bm: SSAValue, cm: SSAValue,
          k: SSAValue, i: SSAValue, j: SSAValue) -> None:
     bv = b.insert(memref.LoadOp.get(bm, [k, j])).res
     cv = b.insert(memref.LoadOp.get(cm, [i, j])).res
-    prod = b.insert(arith.MulfOp(a_val, bv)).result
-    b.insert(memref.StoreOp.get(b.insert(arith.AddfOp(cv, prod)).result, cm, [i, j]))
+    b.insert(memref.StoreOp.get(b.insert(math.FmaOp(a_val, bv, cv)).result, cm, [i, j]))
 
 
 def _tile(op: linalg.GenericOp, transposed_a: bool) -> list[Operation] | None:

@@ -18,8 +18,7 @@ func.func @matmul(%a: tensor<8x4xf32>, %b: tensor<4x16xf32>) -> tensor<8x16xf32>
 // CHECK-SAME:      doc = "frame.matmul"}
 // CHECK-SAME:      ins(%[[A]], %[[B]] : tensor<8x4xf32>, tensor<4x16xf32>) outs(%[[INIT]] : tensor<8x16xf32>) {
 // CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %[[Y:.*]]: f32, %[[ACC:.*]]: f32):
-// CHECK-NEXT:      %[[P:.*]] = arith.mulf %[[X]], %[[Y]] : f32
-// CHECK-NEXT:      %[[S:.*]] = arith.addf %[[ACC]], %[[P]] : f32
+// CHECK-NEXT:      %[[S:.*]] = math.fma %[[X]], %[[Y]], %[[ACC]] : f32
 // CHECK-NEXT:      linalg.yield %[[S]] : f32
 // CHECK-NEXT:    } -> tensor<8x16xf32>
 // CHECK-NEXT:    func.return %[[C]] : tensor<8x16xf32>

@@ -6,8 +6,7 @@
 func.func private @k_matmul(%a: memref<8x3xf32>, %b: memref<3x20xf32>, %c: memref<8x20xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<8x3xf32>, memref<3x20xf32>) outs(%c : memref<8x20xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
-    %m = arith.mulf %x, %y : f32
-    %s = arith.addf %acc, %m : f32
+    %s = math.fma %x, %y, %acc : f32
     linalg.yield %s : f32
   }
   func.return
@@ -31,8 +30,7 @@ func.func private @k_matmul(%a: memref<8x3xf32>, %b: memref<3x20xf32>, %c: memre
 // CHECK:                   %[[J:.*]] = arith.addi %[[J0]], %[[JJ]] : index
 // CHECK:                   %[[BV:.*]] = memref.load %[[B]][%[[K]], %[[J]]] : memref<3x20xf32>
 // CHECK:                   %[[CV:.*]] = memref.load %[[C]][%[[I]], %[[J]]] : memref<8x20xf32>
-// CHECK:                   %[[P:.*]] = arith.mulf %[[AV]], %[[BV]] : f32
-// CHECK:                   %[[S:.*]] = arith.addf %[[CV]], %[[P]] : f32
+// CHECK:                   %[[S:.*]] = math.fma %[[AV]], %[[BV]], %[[CV]] : f32
 // CHECK:                   memref.store %[[S]], %[[C]][%[[I]], %[[J]]] : memref<8x20xf32>
 // The 4 leftover columns [16, 20), all rows.
 // CHECK:         scf.for %[[RI:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
@@ -46,8 +44,7 @@ func.func private @k_matmul(%a: memref<8x3xf32>, %b: memref<3x20xf32>, %c: memre
 func.func private @small(%a: memref<2x3xf32>, %b: memref<3x4xf32>, %c: memref<2x4xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<2x3xf32>, memref<3x4xf32>) outs(%c : memref<2x4xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
-    %m = arith.mulf %x, %y : f32
-    %s = arith.addf %acc, %m : f32
+    %s = math.fma %x, %y, %acc : f32
     linalg.yield %s : f32
   }
   func.return
