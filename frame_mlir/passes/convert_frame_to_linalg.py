@@ -26,7 +26,6 @@ from xdsl.dialects.builtin import AffineMapAttr, TensorType, f32
 from xdsl.dialects.linalg import attrs as linalg_attrs
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -37,19 +36,9 @@ from xdsl.rewriter import InsertPoint
 
 from frame_mlir.dialects import frame
 from frame_mlir.passes.common import fail
-
-PAR = linalg_attrs.IteratorTypeAttr.parallel()
-RED = linalg_attrs.IteratorTypeAttr.reduction()
+from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map
 
 BodyFn = Callable[[Builder, Sequence[SSAValue]], SSAValue]
-
-
-def _map(num_dims: int, dims: Sequence[int]) -> AffineMapAttr:
-    return AffineMapAttr(AffineMap(num_dims, 0, tuple(AffineExpr.dimension(d) for d in dims)))
-
-
-def _identity(rank: int) -> AffineMapAttr:
-    return _map(rank, range(rank))
 
 
 def _f32(b: Builder, value: float) -> SSAValue:
@@ -90,10 +79,10 @@ class Lowerer:
     def elementwise(self, inputs: Sequence[SSAValue], typ: TensorType, body: BodyFn,
                     init: SSAValue | None = None) -> SSAValue:
         rank = typ.get_num_dims()
-        scalar_maps = [_map(rank, []) if frame.static_shape(v) == () and rank else _identity(rank)
+        scalar_maps = [dims_map(rank, []) if frame.static_shape(v) == () and rank else identity_map(rank)
                        for v in inputs]
         return self.generic(inputs, init if init is not None else self.empty(typ),
-                            [*scalar_maps, _identity(rank)], [PAR] * rank, body)
+                            [*scalar_maps, identity_map(rank)], [PAR] * rank, body)
 
 
 def _result_type(op: Operation) -> TensorType:
@@ -150,18 +139,18 @@ def _matmul(lw: Lowerer, op: Operation) -> SSAValue:
     ta, tb = op.transpose_lhs is not None, op.transpose_rhs is not None
     init = lw.filled(_result_type(op), 0.0)
     if not ta and not tb:  # (i, k, j): C[i,j] += A[i,k] * B[k,j]
-        maps, its = [_map(3, [0, 1]), _map(3, [1, 2]), _map(3, [0, 2])], [PAR, RED, PAR]
+        maps, its = [dims_map(3, [0, 1]), dims_map(3, [1, 2]), dims_map(3, [0, 2])], [PAR, RED, PAR]
     elif ta and not tb:  # (i, k, j): C[i,j] += A[k,i] * B[k,j]; row i of C stays hot
-        maps, its = [_map(3, [1, 0]), _map(3, [1, 2]), _map(3, [0, 2])], [PAR, RED, PAR]
+        maps, its = [dims_map(3, [1, 0]), dims_map(3, [1, 2]), dims_map(3, [0, 2])], [PAR, RED, PAR]
     elif not ta and tb:  # (i, j, k): C[i,j] += A[i,k] * B[j,k]
-        maps, its = [_map(3, [0, 2]), _map(3, [1, 2]), _map(3, [0, 1])], [PAR, PAR, RED]
+        maps, its = [dims_map(3, [0, 2]), dims_map(3, [1, 2]), dims_map(3, [0, 1])], [PAR, PAR, RED]
     else:  # (i, j, k): C[i,j] += A[k,i] * B[j,k]
-        maps, its = [_map(3, [2, 0]), _map(3, [1, 2]), _map(3, [0, 1])], [PAR, PAR, RED]
+        maps, its = [dims_map(3, [2, 0]), dims_map(3, [1, 2]), dims_map(3, [0, 1])], [PAR, PAR, RED]
     return lw.generic([op.lhs, op.rhs], init, maps, its, _mac)
 
 
 def _transpose(lw: Lowerer, op: Operation) -> SSAValue:
-    return lw.generic(op.operands, lw.empty(_result_type(op)), [_map(2, [1, 0]), _identity(2)],
+    return lw.generic(op.operands, lw.empty(_result_type(op)), [dims_map(2, [1, 0]), identity_map(2)],
                       [PAR, PAR], lambda b, a: a[0])
 
 
@@ -171,7 +160,7 @@ def _sum_into(lw: Lowerer, inputs: Sequence[SSAValue], body: BodyFn) -> SSAValue
     assert shape is not None
     rank = len(shape)
     init = lw.filled(frame.tensor_type(()), 0.0)
-    return lw.generic(inputs, init, [_identity(rank)] * len(inputs) + [_map(rank, [])],
+    return lw.generic(inputs, init, [identity_map(rank)] * len(inputs) + [dims_map(rank, [])],
                       [RED] * rank, body)
 
 

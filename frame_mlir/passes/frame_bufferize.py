@@ -30,13 +30,14 @@ from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, memref, tensor
-from xdsl.dialects.builtin import MemRefType, TensorType, f32, i8
+from xdsl.dialects.builtin import MemRefType, TensorType, i8
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from frame_mlir.passes.common import fail
+from frame_mlir.passes.linalg_utils import copy_generic
 
 ALIGN = 64
 
@@ -53,17 +54,6 @@ def _outs(op: Operation) -> list[SSAValue]:
     if isinstance(op, linalg.GenericOp | linalg.FillOp):
         return list(op.outputs)
     return []
-
-
-def _copy(src: SSAValue, dst: SSAValue) -> linalg.GenericOp:
-    """An identity linalg.generic copying `src` into `dst` (same static shape)."""
-    from frame_mlir.passes.convert_frame_to_linalg import PAR, _identity
-
-    rank = len(src.type.get_shape())  # type: ignore[attr-defined]
-    block = Block(arg_types=[f32, f32])
-    block.add_op(linalg.YieldOp(block.args[0]))
-    res = [dst.type] if isinstance(dst.type, TensorType) else []
-    return linalg.GenericOp([src], [dst], Region(block), [_identity(rank)] * 2, [PAR] * rank, res)
 
 
 @dataclass
@@ -119,7 +109,7 @@ class FrameBufferize(ModulePass):
                 writes_arg = isinstance(dest, BlockArgument) and dest.index not in donated
                 if later_use or writes_arg:
                     empty = tensor.EmptyOp([], dest.type)
-                    cp = _copy(dest, empty.tensor)
+                    cp = copy_generic(dest, empty.tensor)
                     Rewriter.insert_op([empty, cp], InsertPoint.before(o))
                     o.operands[len(o.operands) - len(_outs(o)) + idx] = cp.results[0]
                     order = {x: i for i, x in enumerate(block.ops)}
@@ -241,7 +231,7 @@ class FrameBufferize(ModulePass):
                                                [memref_of(v) for v in o.outputs], []))
             elif isinstance(o, func.ReturnOp):
                 for v, k in copies_at_return:
-                    new_block.add_op(_copy(memref_of(v), new_block.args[n_in + k]))
+                    new_block.add_op(copy_generic(memref_of(v), new_block.args[n_in + k]))
                 new_block.add_op(func.ReturnOp())
             else:
                 clone = o.clone(value_mapper={**{v: vmap[v] for v in o.operands if v in vmap}})

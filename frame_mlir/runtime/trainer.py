@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -33,8 +33,6 @@ class TrainResult:
     params: dict[str, np.ndarray]
     compile_seconds: float
     train_seconds: float
-    predictions: np.ndarray | None = None
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 class CompiledSpec:
