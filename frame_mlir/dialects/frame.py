@@ -159,8 +159,8 @@ def same_shape_rule(shapes: Sequence[Shape]) -> Shape:
     return first
 
 
-class ElementwiseBinaryOp(FrameOp):
-    """Same-shape elementwise binary op (v0 has no broadcasting)."""
+class BinaryOp(FrameOp):
+    """A two-operand op; the subclass gives the shape rule."""
 
     lhs = operand_def(AnyF32Tensor)
     rhs = operand_def(AnyF32Tensor)
@@ -169,9 +169,16 @@ class ElementwiseBinaryOp(FrameOp):
     assembly_format = _FUNC
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation,
-                 result_type: Attribute | None = None):
+                 result_type: Attribute | None = None,
+                 properties: dict[str, Attribute | None] | None = None, **rule_attrs: object):
         ops = [SSAValue.get(lhs), SSAValue.get(rhs)]
-        super().__init__(operands=ops, result_types=[result_type or self.result_type_for(ops)])
+        super().__init__(operands=ops,
+                         result_types=[result_type or self.result_type_for(ops, **rule_attrs)],
+                         properties=properties or {})
+
+
+class ElementwiseBinaryOp(BinaryOp):
+    """Same-shape elementwise binary op (v0 has no broadcasting)."""
 
     @staticmethod
     def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
@@ -299,7 +306,7 @@ class BroadcastOp(UnaryOp):
 
 
 @irdl_op_definition
-class MatmulOp(FrameOp):
+class MatmulOp(BinaryOp):
     """Matrix product op(A) @ op(B), where op transposes when the flag is set.
 
     Autodiff emits the transposed forms directly so no transpose is materialised.
@@ -308,13 +315,8 @@ class MatmulOp(FrameOp):
 
     name = "frame.matmul"
 
-    lhs = operand_def(AnyF32Tensor)
-    rhs = operand_def(AnyF32Tensor)
-    result = result_def(AnyF32Tensor)
     transpose_lhs = opt_prop_def(UnitAttr)
     transpose_rhs = opt_prop_def(UnitAttr)
-
-    assembly_format = _FUNC
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, *,
                  transpose_lhs: bool = False, transpose_rhs: bool = False,
@@ -323,10 +325,8 @@ class MatmulOp(FrameOp):
             "transpose_lhs": UnitAttr() if transpose_lhs else None,
             "transpose_rhs": UnitAttr() if transpose_rhs else None,
         }
-        ops = [SSAValue.get(lhs), SSAValue.get(rhs)]
-        rtype = result_type or self.result_type_for(
-            ops, transpose_lhs=transpose_lhs, transpose_rhs=transpose_rhs)
-        super().__init__(operands=ops, result_types=[rtype], properties=props)
+        super().__init__(lhs, rhs, result_type, props, transpose_lhs=transpose_lhs,
+                         transpose_rhs=transpose_rhs)
 
     def rule_attrs(self) -> dict[str, object]:
         return {"transpose_lhs": self.transpose_lhs is not None,
@@ -350,43 +350,23 @@ class MatmulOp(FrameOp):
 
 
 @irdl_op_definition
-class ReluGradOp(FrameOp):
+class ReluGradOp(ElementwiseBinaryOp):
     """dy where x > 0, else 0 (the VJP of frame.relu).
 
     ``%dx = frame.relu_grad %x, %dy : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>``
     """
 
     name = "frame.relu_grad"
-    lhs = operand_def(AnyF32Tensor)
-    rhs = operand_def(AnyF32Tensor)
-    result = result_def(AnyF32Tensor)
-    assembly_format = _FUNC
-
-    def __init__(self, x: SSAValue | Operation, dy: SSAValue | Operation):
-        ops = [SSAValue.get(x), SSAValue.get(dy)]
-        super().__init__(operands=ops, result_types=[self.result_type_for(ops)])
-
-    @staticmethod
-    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
-        return same_shape_rule(shapes)
 
 
 @irdl_op_definition
-class MseLossOp(FrameOp):
+class MseLossOp(BinaryOp):
     """Mean squared error, mean over all elements (PyTorch's reduction='mean').
 
     ``%l = frame.mse_loss %p, %t : (tensor<8x1xf32>, tensor<8x1xf32>) -> tensor<f32>``
     """
 
     name = "frame.mse_loss"
-    lhs = operand_def(AnyF32Tensor)
-    rhs = operand_def(AnyF32Tensor)
-    result = result_def(AnyF32Tensor)
-    assembly_format = _FUNC
-
-    def __init__(self, prediction: SSAValue | Operation, target: SSAValue | Operation):
-        ops = [SSAValue.get(prediction), SSAValue.get(target)]
-        super().__init__(operands=ops, result_types=[self.result_type_for(ops)])
 
     @staticmethod
     def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
@@ -487,7 +467,7 @@ class ConstantOp(FrameOp):
 
 
 @irdl_op_definition
-class SgdUpdateOp(FrameOp):
+class SgdUpdateOp(BinaryOp):
     """One SGD step for a parameter: ``p - lr * g`` (inserted by frame-sgd-fuse).
 
     Bufferization writes the result into the parameter's own buffer when the
@@ -496,16 +476,10 @@ class SgdUpdateOp(FrameOp):
     """
 
     name = "frame.sgd_update"
-    lhs = operand_def(AnyF32Tensor)
-    rhs = operand_def(AnyF32Tensor)
-    result = result_def(AnyF32Tensor)
     lr = prop_def(FloatAttr)
-    assembly_format = _FUNC
 
     def __init__(self, param: SSAValue | Operation, grad: SSAValue | Operation, lr: float):
-        ops = [SSAValue.get(param), SSAValue.get(grad)]
-        super().__init__(operands=ops, result_types=[self.result_type_for(ops)],
-                         properties={"lr": FloatAttr(lr, f32)})
+        super().__init__(param, grad, properties={"lr": FloatAttr(lr, f32)})
 
     @staticmethod
     def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
