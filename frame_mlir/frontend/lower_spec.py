@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import builtin
+from xdsl.dialects import builtin, func
 from xdsl.ir import SSAValue
 
 from frame_mlir.frontend.spec import ModelSpec
@@ -34,7 +34,8 @@ class LoweredModel:
     """A spec's frame module and the facts training needs about its graph."""
 
     module: builtin.ModuleOp
-    function: str
+    function: str  # the loss function; autodiff adds `<function>_grad`
+    predict_function: str  # data inputs and params -> the prediction layer's output
     input_names: tuple[str, ...]
     params: tuple[ParamSpec, ...]
     target_shape: tuple[int, ...]
@@ -54,7 +55,7 @@ def build_model_module(spec: ModelSpec) -> Module:
                                  layer.has_bias, spec.dtype, UniformSeeded(wlo, whi),
                                  UniformSeeded(blo, bhi)))
         if layer.activation == "relu":
-            layer_mods.append(Relu(f"{layer.name}_relu"))
+            layer_mods.append(Relu(f"{layer.name}.relu"))
 
     def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
         values = {inp.name: v for inp, v in zip(spec.inputs, inputs, strict=True)}
@@ -73,16 +74,29 @@ def build_model_module(spec: ModelSpec) -> Module:
 
 
 def lower_spec(spec: ModelSpec) -> LoweredModel:
-    """Build the forward-and-loss function of `spec` as frame IR."""
+    """Build the model's functions as frame IR.
+
+    `@<name>(inputs..., params..., target) -> loss` is what training differentiates;
+    `@<name>_predict(inputs..., params...) -> prediction` (marked `frame.inference`,
+    so autodiff leaves it alone) gives the trained model's output.
+    """
     model = build_model_module(spec)
     params = model.parameters(prefix="")
-    g = Graph(spec.name)
-    inputs = [g.add_input(inp.shape, inp.name) for inp in spec.inputs]
-    param_values = add_parameter_inputs(g, params)
-    target = g.add_input(spec.loss.target_shape, "target")
-    (prediction,) = model.build(g, inputs, param_values)
-    (loss,) = MseLoss("loss").build(g, [prediction, target], [])
-    fn = g.finish([loss])
-    module = builtin.ModuleOp([fn])
-    return LoweredModel(module, spec.name, tuple(i.name for i in spec.inputs), tuple(params),
+
+    def build(name: str, with_loss: bool) -> func.FuncOp:
+        g = Graph(name)
+        inputs = [g.add_input(inp.shape, inp.name) for inp in spec.inputs]
+        param_values = add_parameter_inputs(g, params)
+        target = g.add_input(spec.loss.target_shape, "target") if with_loss else None
+        (prediction,) = model.build(g, inputs, param_values)
+        if target is None:
+            return g.finish([prediction])
+        (loss,) = MseLoss("loss").build(g, [prediction, target], [])
+        return g.finish([loss])
+
+    predict = build(f"{spec.name}_predict", with_loss=False)
+    predict.attributes["frame.inference"] = builtin.UnitAttr()
+    module = builtin.ModuleOp([build(spec.name, with_loss=True), predict])
+    return LoweredModel(module, spec.name, predict.sym_name.data,
+                        tuple(i.name for i in spec.inputs), tuple(params),
                         tuple(spec.loss.target_shape))

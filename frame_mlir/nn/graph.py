@@ -8,7 +8,8 @@ signature. Building touches no numbers: it only creates IR.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from xdsl.dialects import builtin, func
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -24,6 +25,20 @@ class Graph:
         self.block = Block()
         self._arg_attrs: list[dict[str, Attribute]] = []
         self._finished: func.FuncOp | None = None
+        self._scope: list[str] = []
+
+    @contextmanager
+    def scope(self, name: str) -> Iterator[None]:
+        """Ops emitted inside carry `frame.layer = <name>` (the innermost scope wins).
+
+        Like an MLIR location: later passes copy it onto what they make from the op,
+        so dumps and generated code say which layer a kernel belongs to.
+        """
+        self._scope.append(name)
+        try:
+            yield
+        finally:
+            self._scope.pop()
 
     def add_input(self, shape: Sequence[int], name: str | None = None,
                   attrs: dict[str, Attribute] | None = None) -> SSAValue:
@@ -36,6 +51,8 @@ class Graph:
 
     def emit(self, op: Operation) -> SSAValue:
         """Append `op` and return its (single) result."""
+        if self._scope and "frame.layer" not in op.attributes:
+            op.attributes["frame.layer"] = builtin.StringAttr(self._scope[-1])
         self.block.add_op(op)
         return op.results[0]
 

@@ -77,7 +77,8 @@ class Module:
                              f"found {len(params)}")
         if self.build_fn is None:
             raise ValueError(f"module '{self.name}' has no build function")
-        return self.build_fn(graph, inputs, params)
+        with graph.scope(self.name):
+            return self.build_fn(graph, inputs, params)
 
     def child_param_slices(self, params: Sequence[SSAValue]) -> list[Sequence[SSAValue]]:
         """Split a composite's params into per-child slices (after its own)."""

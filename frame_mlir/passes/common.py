@@ -51,3 +51,12 @@ def set_arg_attr(fn: func.FuncOp, index: int, key: str, value: Attribute) -> Non
     entries[key] = value
     dicts[index] = builtin.DictionaryAttr(entries)
     fn.arg_attrs = builtin.ArrayAttr(dicts)
+
+
+#: Discardable attributes that say where a computation comes from (cf. MLIR locations).
+PROVENANCE_ATTRS = ("frame.layer", "frame.stage")
+
+
+def provenance(op: Operation) -> dict[str, Attribute]:
+    """The provenance attributes of `op`, to copy onto what a pass makes from it."""
+    return {k: v for k, v in op.attributes.items() if k in PROVENANCE_ATTRS}

@@ -35,7 +35,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from frame_mlir.dialects import frame
-from frame_mlir.passes.common import fail
+from frame_mlir.passes.common import fail, provenance
 from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map
 
 BodyFn = Callable[[Builder, Sequence[SSAValue]], SSAValue]
@@ -53,6 +53,9 @@ class Lowerer:
         self.op = op
 
     def insert(self, new_op: Operation) -> Operation:
+        if isinstance(new_op, linalg.GenericOp | linalg.FillOp):
+            # Provenance (layer, stage) follows the computation down the pipeline.
+            new_op.attributes.update(provenance(self.op))
         self.rewriter.insert(new_op, InsertPoint.before(self.op))
         return new_op
 

@@ -27,6 +27,12 @@ from frame_mlir.dialects import frame
 from frame_mlir.passes.common import fail, update_function_type
 from frame_mlir.passes.vjp_rules import VJP_RULES
 
+#: Functions carrying one of these are not differentiated: gradients and train
+#: steps already are, and `frame.inference` marks forward-only functions.
+SKIP_ATTRS = ("frame.grad_of", "frame.train_step", "frame.inference")
+
+LAYER, STAGE = "frame.layer", "frame.stage"
+
 
 def param_indices(fn: func.FuncOp) -> list[int]:
     """Indices of the arguments marked `frame.param`, in argument order."""
@@ -44,7 +50,7 @@ class FrameAutodiff(ModulePass):
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for fn in list(op.ops):
             if isinstance(fn, func.FuncOp) and fn.body.blocks and param_indices(fn):
-                if "frame.grad_of" in fn.attributes or "frame.train_step" in fn.attributes:
+                if any(k in fn.attributes for k in SKIP_ATTRS):
                     continue
                 grad_fn = self._differentiate(fn)
                 Rewriter.insert_op(grad_fn, InsertPoint.after(fn))
@@ -73,12 +79,21 @@ class FrameAutodiff(ModulePass):
             if any(v in active for v in o.operands):
                 active.update(o.results)
 
+        for o in forward_ops:
+            o.attributes[STAGE] = builtin.StringAttr("forward")
+        # Backward ops say which forward op (layer) they differentiate.
+        provenance: dict[str, builtin.StringAttr] = {}
+
         def emit(new_op: Operation) -> SSAValue:
+            new_op.attributes.update(provenance)
+            new_op.attributes[STAGE] = builtin.StringAttr("backward")
             Rewriter.insert_op(new_op, InsertPoint.before(ret))
             return new_op.results[0]
 
         adjoint: dict[SSAValue, SSAValue] = {}
         if loss in active:
+            if isinstance(layer := loss.owner.attributes.get(LAYER), builtin.StringAttr):
+                provenance[LAYER] = layer
             adjoint[loss] = emit(frame.ConstantOp(1.0))
         for o in reversed(forward_ops):
             if not o.results or o.results[0] not in adjoint:
@@ -86,6 +101,9 @@ class FrameAutodiff(ModulePass):
             need = [v in active for v in o.operands]
             if not any(need):
                 continue
+            provenance.clear()
+            if isinstance(layer := o.attributes.get(LAYER), builtin.StringAttr):
+                provenance[LAYER] = layer
             rule = VJP_RULES.get(type(o))
             if rule is None:
                 raise fail(self.name, o, f"no gradient rule for {o.name}", user_fn)
@@ -99,6 +117,7 @@ class FrameAutodiff(ModulePass):
 
         outputs: list[SSAValue] = [loss]
         for p in params:
+            provenance.clear()
             g = adjoint.get(p)
             if g is None:  # a parameter the loss does not depend on
                 g = emit(frame.ConstantOp(0.0, frame.static_shape(p) or ()))

@@ -36,7 +36,7 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from frame_mlir.passes.common import fail
+from frame_mlir.passes.common import fail, provenance
 from frame_mlir.passes.linalg_utils import copy_generic
 
 ALIGN = 64
@@ -222,13 +222,17 @@ class FrameBufferize(ModulePass):
                 new_block.add_ops([off, view])
                 buf[o.tensor] = view.result
             elif isinstance(o, linalg.GenericOp):
-                new_block.add_op(linalg.GenericOp(
+                new = linalg.GenericOp(
                     [memref_of(v) if v in root else vmap.get(v, v) for v in o.inputs],
                     [memref_of(v) for v in o.outputs], o.body.clone(),
-                    o.indexing_maps, o.iterator_types, [], doc=o.doc))
+                    o.indexing_maps, o.iterator_types, [], doc=o.doc)
+                new.attributes.update(provenance(o))
+                new_block.add_op(new)
             elif isinstance(o, linalg.FillOp):
-                new_block.add_op(linalg.FillOp([vmap.get(v, v) for v in o.inputs],
-                                               [memref_of(v) for v in o.outputs], []))
+                new = linalg.FillOp([vmap.get(v, v) for v in o.inputs],
+                                    [memref_of(v) for v in o.outputs], [])
+                new.attributes.update(provenance(o))
+                new_block.add_op(new)
             elif isinstance(o, func.ReturnOp):
                 for v, k in copies_at_return:
                     new_block.add_op(copy_generic(memref_of(v), new_block.args[n_in + k]))

@@ -26,6 +26,8 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from frame_mlir.passes.common import provenance
+
 
 def _kernel_suffix(op: Operation) -> str:
     if isinstance(op, linalg.FillOp):
@@ -74,5 +76,8 @@ class FrameOutlineKernels(ModulePass):
         name = f"{fn.sym_name.data}__k{index}_{_kernel_suffix(op)}"
         kernel = func.FuncOp(name, func.FunctionType.from_lists([a.type for a in args], []),
                              Region(block), visibility="private")
-        Rewriter.replace_op(op, func.CallOp(name, args, []))
+        call = func.CallOp(name, args, [])
+        call.attributes.update(provenance(op))
+        kernel.attributes.update(provenance(op))
+        Rewriter.replace_op(op, call)
         return kernel

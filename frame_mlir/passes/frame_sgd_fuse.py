@@ -23,7 +23,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from frame_mlir.dialects import frame
 from frame_mlir.passes.common import fail, set_arg_attr, update_function_type
-from frame_mlir.passes.frame_autodiff import param_indices
+from frame_mlir.passes.frame_autodiff import LAYER, STAGE, param_indices
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,8 @@ class FrameSgdFuse(ModulePass):
             outputs: list[SSAValue] = [ret.operands[0]]
             for k, (i, g) in enumerate(zip(pidx, ret.operands[1:], strict=True)):
                 upd = frame.SgdUpdateOp(block.args[i], g, self.lr)
+                upd.attributes[LAYER] = fn.arg_attrs.data[i].data["frame.param"]  # type: ignore[union-attr]
+                upd.attributes[STAGE] = builtin.StringAttr("update")
                 Rewriter.insert_op(upd, InsertPoint.before(ret))
                 outputs.append(upd.result)
                 set_arg_attr(fn, i, "frame.aliasing_output", builtin.IntegerAttr(k + 1, 64))

@@ -31,6 +31,7 @@ class TrainResult:
     final_loss: float  # loss at the last step (the seed tool's `final_loss`)
     evaluated_loss: float  # loss of the trained parameters (forward after the last update)
     params: dict[str, np.ndarray]
+    predictions: np.ndarray  # the prediction layer's output after training
     compile_seconds: float
     train_seconds: float
 
@@ -48,10 +49,13 @@ class CompiledSpec:
                                          opt_level=opt_level, after_pass=after_pass)
         self.compile_seconds = time.perf_counter() - t0
         name = self.lowered.function
+        predict = self.lowered.predict_function
         self.forward_sig = self.executable.signatures[name]
         self.step_sig = self.executable.signatures[f"{name}_train_step"]
+        self.predict_sig = self.executable.signatures[predict]
         self.forward_fn = self.executable.function(name)
         self.step_fn = self.executable.function(f"{name}_train_step")
+        self.predict_fn = self.executable.function(predict)
 
 
 class Session:
@@ -68,18 +72,22 @@ class Session:
         for name, arr in values.params:
             self.buffers[name] = np.ascontiguousarray(arr, dtype=np.float32).copy()
         self.loss = np.zeros((), dtype=np.float32)
-        arena = max(compiled.step_sig.arena_size, compiled.forward_sig.arena_size, 64)
-        self.arena = aligned_empty(arena)
-        self._step_args = self._pointers(compiled.step_sig)
-        self._forward_args = self._pointers(compiled.forward_sig)
+        (out,) = compiled.predict_sig.of_kind("output")
+        self.prediction = np.zeros(out.shape, dtype=np.float32)
+        sigs = (compiled.step_sig, compiled.forward_sig, compiled.predict_sig)
+        self.arena = aligned_empty(max([s.arena_size for s in sigs] + [64]))
+        self._step_args = self._pointers(compiled.step_sig, self.loss)
+        self._forward_args = self._pointers(compiled.forward_sig, self.loss)
+        self._predict_args = self._pointers(compiled.predict_sig, self.prediction)
 
-    def _pointers(self, sig: FunctionSignature) -> list[ctypes.c_void_p]:
+    def _pointers(self, sig: FunctionSignature, out: np.ndarray) -> list[ctypes.c_void_p]:
+        """Pointers for one call of `sig`'s function; its single result goes to `out`."""
         ptrs = []
         for a in sig.args:
             if a.kind == "arena":
                 ptrs.append(ctypes.c_void_p(self.arena.ctypes.data))
             elif a.kind == "output":
-                ptrs.append(ctypes.c_void_p(self.loss.ctypes.data))
+                ptrs.append(ctypes.c_void_p(out.ctypes.data))
             else:
                 buf = self.buffers[a.name]
                 if buf.nbytes != a.nbytes:
@@ -97,6 +105,11 @@ class Session:
         """The loss of the current parameters (forward only)."""
         self.compiled.forward_fn(*self._forward_args)
         return float(self.loss)
+
+    def predict(self) -> np.ndarray:
+        """The prediction layer's output for the current parameters (a new array)."""
+        self.compiled.predict_fn(*self._predict_args)
+        return self.prediction.copy()
 
     def params(self) -> dict[str, np.ndarray]:
         return {n: self.buffers[n].copy() for n in self.compiled.lowered.param_names}
@@ -131,4 +144,4 @@ def train(spec: ModelSpec, *, on_log: Callable[[int, float], None] | None = None
     train_seconds = time.perf_counter() - t0
     evaluated = session.evaluate()
     return TrainResult(logged, losses, float(losses[-1]), evaluated, session.params(),
-                       compiled.compile_seconds, train_seconds)
+                       session.predict(), compiled.compile_seconds, train_seconds)

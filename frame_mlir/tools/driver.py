@@ -9,6 +9,7 @@ import io
 import sys
 from typing import TextIO
 
+import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
@@ -61,8 +62,16 @@ def print_ir_after_all_hook(out: TextIO):
     return hook
 
 
+def format_predictions(spec: ModelSpec, values: np.ndarray) -> str:
+    """The predictions block that frame-run and the emitted C++ program both print."""
+    rows = [" ".join(format_loss(float(v)) for v in row) for row in values.reshape(
+        values.shape[0], -1)]
+    shape = ", ".join(str(d) for d in values.shape)
+    return f"predictions {spec.loss.prediction} [{shape}]\n" + "".join(r + "\n" for r in rows)
+
+
 def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = False,
-                 show_predictions: bool = False) -> int:
+                 print_predictions: bool = False) -> int:
     """Compile and train `spec`, printing `step N loss V` lines and `final_loss V`."""
     from frame_mlir.runtime.trainer import CompiledSpec, train
 
@@ -71,4 +80,6 @@ def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = Fal
     result = train(spec, compiled=compiled,
                    on_log=lambda i, loss: out.write(f"step {i} loss {format_loss(loss)}\n"))
     out.write(f"final_loss {format_loss(result.final_loss)}\n")
+    if print_predictions:
+        out.write(format_predictions(spec, result.predictions))
     return 0

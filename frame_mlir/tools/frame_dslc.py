@@ -2,7 +2,8 @@
 
     frame-dslc --check spec.json   validate; prints `OK <model name>`
     frame-dslc --run spec.json     compile and train in process (like frame-run)
-    frame-dslc --emit spec.json --out DIR   (a later issue: standalone C++)
+    frame-dslc --emit spec.json --out DIR   write DIR/main.cpp + DIR/CMakeLists.txt:
+                                   a standalone C++ program that trains the model
 
 Exit status is non-zero on any violation, with one error line per violation.
 """
@@ -33,14 +34,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         from frame_mlir.frontend.spec_v0 import load_spec
 
+        if args.emit and not args.out:
+            build_parser().error("--emit needs --out DIR")
         spec = load_spec(args.spec)
         if args.check:
             print(f"OK {spec.name}")
             return 0
         if args.emit:
-            print("frame-dslc: error: --emit is not implemented yet (the C++ emitter "
-                  "is a later issue)", file=sys.stderr)
-            return 2
+            from pathlib import Path
+
+            from frame_mlir.backend.cpp.program import emit_program
+
+            for path in emit_program(spec, Path(args.out)):
+                print(f"wrote {path}")
+            return 0
         from frame_mlir.tools.driver import run_training
 
         return run_training(spec, sys.stdout)

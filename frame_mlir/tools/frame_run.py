@@ -21,6 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"print the IR at STAGE and stop; one of: {', '.join(ALL_STAGES)}")
     p.add_argument("--print-ir-after-all", action="store_true",
                    help="print the IR after every pass to stderr")
+    p.add_argument("--print-predictions", action="store_true",
+                   help="after training, print the prediction layer's output")
     return p
 
 
@@ -37,7 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.emit_stage:
             emit_stage(spec, args.emit_stage, sys.stdout)
             return 0
-        return run_training(spec, sys.stdout, print_ir_after_all=args.print_ir_after_all)
+        return run_training(spec, sys.stdout, print_ir_after_all=args.print_ir_after_all,
+                            print_predictions=args.print_predictions)
 
     return run_cli("frame-run", body)
 

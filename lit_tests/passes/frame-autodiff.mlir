@@ -24,26 +24,26 @@ func.func @mlp(%x: tensor<8x4xf32>, %w1: tensor<4x8xf32> {frame.param = "fc1.wei
 // CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<8x4xf32>, %[[W1:[a-z0-9_]+]]: tensor<4x8xf32> {frame.param = "fc1.weight"}, %[[B1:[a-z0-9_]+]]: tensor<8x8xf32> {frame.param = "fc1.bias"}, %[[W2:[a-z0-9_]+]]: tensor<8x8xf32> {frame.param = "fc2.weight"}, %[[UNUSED:[a-z0-9_]+]]: tensor<3x5xf32> {frame.param = "unused"}, %[[T:[a-z0-9_]+]]: tensor<8x8xf32>)
 // CHECK-SAME:    -> (tensor<f32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<3x5xf32>) attributes {frame.grad_of = "mlp"} {
 // The forward ops, copied.
-// CHECK-NEXT:    %[[MM1:.*]] = frame.matmul %[[X]], %[[W1]] : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
-// CHECK-NEXT:    %[[Z1:.*]] = frame.add %[[MM1]], %[[B1]] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
-// CHECK-NEXT:    %[[H:.*]] = frame.relu %[[Z1]] : (tensor<8x8xf32>) -> tensor<8x8xf32>
-// CHECK-NEXT:    %[[MM2:.*]] = frame.matmul %[[H]], %[[W2]] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
-// CHECK-NEXT:    %[[OUT:.*]] = frame.add %[[MM2]], %[[H]] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
-// CHECK-NEXT:    %[[LOSS:.*]] = frame.mse_loss %[[OUT]], %[[T]] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<f32>
+// CHECK-NEXT:    %[[MM1:.*]] = frame.matmul %[[X]], %[[W1]] {frame.stage = "forward"} : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[Z1:.*]] = frame.add %[[MM1]], %[[B1]] {frame.stage = "forward"} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[H:.*]] = frame.relu %[[Z1]] {frame.stage = "forward"} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[MM2:.*]] = frame.matmul %[[H]], %[[W2]] {frame.stage = "forward"} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[OUT:.*]] = frame.add %[[MM2]], %[[H]] {frame.stage = "forward"} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[LOSS:.*]] = frame.mse_loss %[[OUT]], %[[T]] {frame.stage = "forward"} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<f32>
 // The backward pass seeds d loss = 1; no frame.neg: the target gets no gradient.
-// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00 : tensor<f32>
-// CHECK-NEXT:    %[[DOUT:.*]] = frame.mse_loss_grad %[[OUT]], %[[T]], %[[ONE]] : (tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00 {frame.stage = "backward"} : tensor<f32>
+// CHECK-NEXT:    %[[DOUT:.*]] = frame.mse_loss_grad %[[OUT]], %[[T]], %[[ONE]] {frame.stage = "backward"} : (tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>) -> tensor<8x8xf32>
 // frame.add passes its adjoint through; the matmul VJPs use the transpose flags
 // (dA = dC @ B^T, dB = A^T @ dC), no frame.transpose is materialised.
-// CHECK-NEXT:    %[[DH2:.*]] = frame.matmul %[[DOUT]], %[[W2]] {transpose_rhs} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
-// CHECK-NEXT:    %[[DW2:.*]] = frame.matmul %[[H]], %[[DOUT]] {transpose_lhs} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[DH2:.*]] = frame.matmul %[[DOUT]], %[[W2]] {frame.stage = "backward", transpose_rhs} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[DW2:.*]] = frame.matmul %[[H]], %[[DOUT]] {frame.stage = "backward", transpose_lhs} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
 // %h has two uses: its adjoints are summed.
-// CHECK-NEXT:    %[[DH:.*]] = frame.add %[[DOUT]], %[[DH2]] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
-// CHECK-NEXT:    %[[DZ1:.*]] = frame.relu_grad %[[Z1]], %[[DH]] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[DH:.*]] = frame.add %[[DOUT]], %[[DH2]] {frame.stage = "backward"} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[DZ1:.*]] = frame.relu_grad %[[Z1]], %[[DH]] {frame.stage = "backward"} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
 // Only d/d w1 for the first matmul: no `matmul %dz1, %w1 {transpose_rhs}` for the data input.
-// CHECK-NEXT:    %[[DW1:.*]] = frame.matmul %[[X]], %[[DZ1]] {transpose_lhs} : (tensor<8x4xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:    %[[DW1:.*]] = frame.matmul %[[X]], %[[DZ1]] {frame.stage = "backward", transpose_lhs} : (tensor<8x4xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
 // The unused parameter gets a zero gradient of its shape.
-// CHECK-NEXT:    %[[DUNUSED:.*]] = frame.constant 0.000000e+00 : tensor<3x5xf32>
+// CHECK-NEXT:    %[[DUNUSED:.*]] = frame.constant 0.000000e+00 {frame.stage = "backward"} : tensor<3x5xf32>
 // d fc1.bias is the adjoint of %z1 itself.
 // CHECK-NEXT:    func.return %[[LOSS]], %[[DW1]], %[[DZ1]], %[[DW2]], %[[DUNUSED]] : tensor<f32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<3x5xf32>
 // CHECK-NEXT:  }
@@ -70,22 +70,22 @@ func.func @rules(%a: tensor<4x8xf32> {frame.param = "a"}, %b: tensor<8x4xf32> {f
 // CHECK:         %[[D1:.*]] = frame.sub %[[C]], %{{.*}}
 // CHECK-NEXT:    %[[D2:.*]] = frame.mul %[[D1]], %[[B]]
 // CHECK:         %[[D4:.*]] = frame.neg
-// CHECK-NEXT:    %[[D5:.*]] = frame.matmul %[[A]], %[[D4]] {transpose_lhs, transpose_rhs}
+// CHECK-NEXT:    %[[D5:.*]] = frame.matmul %[[A]], %[[D4]] {frame.stage = "forward", transpose_lhs, transpose_rhs}
 // CHECK-NEXT:    %[[SUM:.*]] = frame.sum %[[D5]]
-// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00 : tensor<f32>
-// CHECK-NEXT:    %[[G5:.*]] = frame.broadcast %[[ONE]] : (tensor<f32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00 {frame.stage = "backward"} : tensor<f32>
+// CHECK-NEXT:    %[[G5:.*]] = frame.broadcast %[[ONE]] {frame.stage = "backward"} : (tensor<f32>) -> tensor<8x8xf32>
 // C = A^T B^T: dA = B^T dC^T, dB = dC^T A^T.
-// CHECK-NEXT:    %[[GA1:.*]] = frame.matmul %[[D4]], %[[G5]] {transpose_lhs, transpose_rhs} : (tensor<8x4xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-// CHECK-NEXT:    %[[G4:.*]] = frame.matmul %[[G5]], %[[A]] {transpose_lhs, transpose_rhs} : (tensor<8x8xf32>, tensor<4x8xf32>) -> tensor<8x4xf32>
+// CHECK-NEXT:    %[[GA1:.*]] = frame.matmul %[[D4]], %[[G5]] {frame.stage = "backward", transpose_lhs, transpose_rhs} : (tensor<8x4xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:    %[[G4:.*]] = frame.matmul %[[G5]], %[[A]] {frame.stage = "backward", transpose_lhs, transpose_rhs} : (tensor<8x8xf32>, tensor<4x8xf32>) -> tensor<8x4xf32>
 // CHECK-NEXT:    %[[G3:.*]] = frame.neg %[[G4]]
-// CHECK-NEXT:    %[[G2:.*]] = frame.scale %[[G3]] {factor = 3.000000e+00 : f32}
+// CHECK-NEXT:    %[[G2:.*]] = frame.scale %[[G3]] {frame.stage = "backward", factor = 3.000000e+00 : f32}
 // CHECK-NEXT:    %[[G1:.*]] = frame.mul %[[G2]], %[[B]]
 // CHECK-NEXT:    %[[GB:.*]] = frame.mul %[[G2]], %[[D1]]
 // %c is data: sub only emits the gradient of its second operand.
 // CHECK-NEXT:    %[[G0:.*]] = frame.neg %[[G1]]
-// CHECK-NEXT:    %[[GA2:.*]] = frame.transpose %[[G0]] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:    %[[GA2:.*]] = frame.transpose %[[G0]] {frame.stage = "backward"} : (tensor<8x4xf32>) -> tensor<4x8xf32>
 // %a is used twice (transpose and matmul).
-// CHECK-NEXT:    %[[GA:.*]] = frame.add %[[GA1]], %[[GA2]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:    %[[GA:.*]] = frame.add %[[GA1]], %[[GA2]] {frame.stage = "backward"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
 // CHECK-NEXT:    func.return %[[SUM]], %[[GA]], %[[GB]] : tensor<f32>, tensor<4x8xf32>, tensor<8x4xf32>
 
 // -----
@@ -98,7 +98,7 @@ func.func @constant_loss(%x: tensor<4xf32>, %w: tensor<2x2xf32> {frame.param = "
 
 // CHECK-LABEL: func.func @constant_loss_grad
 // CHECK:         %[[L:.*]] = frame.sum
-// CHECK-NEXT:    %[[Z:.*]] = frame.constant 0.000000e+00 : tensor<2x2xf32>
+// CHECK-NEXT:    %[[Z:.*]] = frame.constant 0.000000e+00 {frame.stage = "backward"} : tensor<2x2xf32>
 // CHECK-NEXT:    func.return %[[L]], %[[Z]] : tensor<f32>, tensor<2x2xf32>
 
 // -----

@@ -3,7 +3,7 @@
 // RUN: not frame-opt %s --split-input-file -p 'frame-sgd-fuse{lr=-1.0}' 2>&1 | filecheck %s --check-prefix=LR
 
 // DEFAULT-LABEL: func.func @lin_train_step
-// DEFAULT:       frame.sgd_update %{{.*}}, %{{.*}} {lr = 1.000000e-02 : f32}
+// DEFAULT:       frame.sgd_update %{{.*}}, %{{.*}} {frame.layer = "{{.*}}", frame.stage = "update", lr = 1.000000e-02 : f32}
 
 // LR-NOT: Traceback
 // LR:     frame-opt: error: frame-sgd-fuse: learning rate expected > 0, found -1.0
@@ -42,8 +42,9 @@ func.func @lin_grad(%x: tensor<8x4xf32>, %w: tensor<4x1xf32> {frame.param = "w"}
 // CHECK:         %[[GB:.*]] = frame.mse_loss_grad
 // CHECK-NEXT:    %[[GW:.*]] = frame.matmul %[[X]], %[[GB]] {transpose_lhs}
 // One update per parameter, after every gradient is computed.
-// CHECK-NEXT:    %[[NW:.*]] = frame.sgd_update %[[W]], %[[GW]] {lr = 5.000000e-02 : f32} : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x1xf32>
-// CHECK-NEXT:    %[[NB:.*]] = frame.sgd_update %[[B]], %[[GB]] {lr = 5.000000e-02 : f32} : (tensor<8x1xf32>, tensor<8x1xf32>) -> tensor<8x1xf32>
+// Each update names its parameter and the pipeline stage (provenance for later stages).
+// CHECK-NEXT:    %[[NW:.*]] = frame.sgd_update %[[W]], %[[GW]] {frame.layer = "w", frame.stage = "update", lr = 5.000000e-02 : f32} : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x1xf32>
+// CHECK-NEXT:    %[[NB:.*]] = frame.sgd_update %[[B]], %[[GB]] {frame.layer = "b", frame.stage = "update", lr = 5.000000e-02 : f32} : (tensor<8x1xf32>, tensor<8x1xf32>) -> tensor<8x1xf32>
 // CHECK-NEXT:    func.return %[[LOSS]], %[[NW]], %[[NB]] : tensor<f32>, tensor<4x1xf32>, tensor<8x1xf32>
 // CHECK-NOT:     frame.grad_of
 // CHECK-NOT:     @lin_grad
