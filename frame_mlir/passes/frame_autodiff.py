@@ -116,8 +116,9 @@ class FrameAutodiff(ModulePass):
                 adjoint[value] = g
 
         outputs: list[SSAValue] = [loss]
-        for p in params:
+        for i, p in zip(param_indices(grad_fn), params, strict=True):
             provenance.clear()
+            provenance[LAYER] = grad_fn.arg_attrs.data[i].data["frame.param"]  # type: ignore
             g = adjoint.get(p)
             if g is None:  # a parameter the loss does not depend on
                 g = emit(frame.ConstantOp(0.0, frame.static_shape(p) or ()))

@@ -43,7 +43,7 @@ func.func @mlp(%x: tensor<8x4xf32>, %w1: tensor<4x8xf32> {frame.param = "fc1.wei
 // Only d/d w1 for the first matmul: no `matmul %dz1, %w1 {transpose_rhs}` for the data input.
 // CHECK-NEXT:    %[[DW1:.*]] = frame.matmul %[[X]], %[[DZ1]] {frame.stage = "backward", transpose_lhs} : (tensor<8x4xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
 // The unused parameter gets a zero gradient of its shape.
-// CHECK-NEXT:    %[[DUNUSED:.*]] = frame.constant 0.000000e+00 {frame.stage = "backward"} : tensor<3x5xf32>
+// CHECK-NEXT:    %[[DUNUSED:.*]] = frame.constant 0.000000e+00 {frame.layer = "unused", frame.stage = "backward"} : tensor<3x5xf32>
 // d fc1.bias is the adjoint of %z1 itself.
 // CHECK-NEXT:    func.return %[[LOSS]], %[[DW1]], %[[DZ1]], %[[DW2]], %[[DUNUSED]] : tensor<f32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<3x5xf32>
 // CHECK-NEXT:  }
@@ -98,7 +98,7 @@ func.func @constant_loss(%x: tensor<4xf32>, %w: tensor<2x2xf32> {frame.param = "
 
 // CHECK-LABEL: func.func @constant_loss_grad
 // CHECK:         %[[L:.*]] = frame.sum
-// CHECK-NEXT:    %[[Z:.*]] = frame.constant 0.000000e+00 {frame.stage = "backward"} : tensor<2x2xf32>
+// CHECK-NEXT:    %[[Z:.*]] = frame.constant 0.000000e+00 {frame.layer = "w", frame.stage = "backward"} : tensor<2x2xf32>
 // CHECK-NEXT:    func.return %[[L]], %[[Z]] : tensor<f32>, tensor<2x2xf32>
 
 // -----

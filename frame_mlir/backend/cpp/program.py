@@ -1,0 +1,327 @@
+"""A spec as a standalone C++ training program: `main.cpp` + `CMakeLists.txt`.
+
+`emit_program(spec, out_dir)` lowers the spec through the shared pipeline to the `loops`
+stage, translates every function with the op-by-op emitter (`emitter.py`) and adds a
+`main()` that does what `frame_mlir.runtime.trainer.train` does around the JIT:
+
+* buffers for the data input, the target, the parameters, the loss, the prediction and
+  one `alignas(64)` byte arena of the size the IR asks for (the static memory plan);
+* initial values from the project random source (`frame_mlir/runtime/random.py`, the
+  single definition): one `std::mt19937(seed)`, the float mapping written out in float
+  arithmetic, drawn in the order data input -> target -> each layer's weight then bias;
+  inline data baked in as constants;
+* the training loop calling `@<model>_train_step`, printing what frame-run prints
+  (`step N loss V` every `log_every`-th step from 0 and at the last, `final_loss V`,
+  V as Python's `f"{v:.9g}"`), then the predictions block of `@<model>_predict`;
+  the loop's wall time goes to stderr (`train_seconds S`) so stdout stays identical.
+
+The program needs only the C++17 standard library; `frame-dslc --emit SPEC --out DIR`
+calls `emit_program`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import prod
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects.builtin import Float32Type, ModuleOp
+
+from frame_mlir.backend.cpp.cmake import cmake_lists
+from frame_mlir.backend.cpp.emitter import (
+    CppEmitError,
+    CppModule,
+    Namer,
+    cpp_identifier,
+    emit_module,
+    float_literal,
+)
+from frame_mlir.frontend.lower_spec import LoweredModel, lower_spec
+from frame_mlir.frontend.spec import InlineInit, ModelSpec, TensorInit, UniformInit
+from frame_mlir.passes.pipeline import run_pipeline
+from frame_mlir.runtime.executable import FunctionSignature, signatures
+
+__all__ = [
+    "InitStep",
+    "LoopsModule",
+    "emit_program",
+    "generate_program",
+    "initial_value_plan",
+    "lower_to_loops",
+]
+
+_F32 = Float32Type()
+
+
+@dataclass(frozen=True)
+class LoopsModule:
+    """A spec lowered to the `loops` stage, with the ABI read at the bufferized stage."""
+
+    module: ModuleOp
+    signatures: dict[str, FunctionSignature]
+    lowered: LoweredModel
+
+
+def lower_to_loops(spec: ModelSpec) -> LoopsModule:
+    """Run the shared pipeline up to `loops`, reading the functions' signatures at
+    `bufferized` (the argument kinds; later stages keep them), as the JIT does."""
+    lowered = lower_spec(spec)
+    lr = spec.optimizer.learning_rate
+    run_pipeline(lowered.module, lr, stop_after="bufferized")
+    sigs = signatures(lowered.module)
+    run_pipeline(lowered.module, lr, start_after="bufferized", stop_after="loops")
+    return LoopsModule(lowered.module, sigs, lowered)
+
+
+@dataclass(frozen=True)
+class InitStep:
+    """How one host buffer gets its initial value, in draw order."""
+
+    buffer: str  # the buffer's key: a data input name, "target", or a parameter name
+    shape: tuple[int, ...]
+    init: TensorInit
+    role: str  # for the comment: "data input", "target", "weight", "bias"
+
+
+def initial_value_plan(spec: ModelSpec) -> list[InitStep]:
+    """The initial tensors in the order `random.generate_initial_values` draws them."""
+    plan = [InitStep(inp.name, inp.shape, spec.data.inputs[inp.name], "data input")
+            for inp in spec.inputs]
+    plan.append(InitStep("target", spec.loss.target_shape, spec.data.target, "target"))
+    w_lo, w_hi = spec.data.weight_range
+    b_lo, b_hi = spec.data.bias_range
+    for layer in spec.layers:
+        plan.append(InitStep(layer.weight_name, layer.weight_shape,
+                             UniformInit(w_lo, w_hi), "weight"))
+        if layer.bias_shape is not None:
+            plan.append(InitStep(layer.bias_name, layer.bias_shape,
+                                 UniformInit(b_lo, b_hi), "bias"))
+    return plan
+
+
+def _f32(value: float) -> str:
+    return float_literal(value, _F32)
+
+
+def _size_expr(shape: tuple[int, ...]) -> str:
+    """`8 * 4`: the element count, written so the shape stays visible."""
+    return " * ".join(str(d) for d in shape) if shape else "1"
+
+
+def _array_initialiser(values: Sequence[float], indent: str, per_line: int = 8) -> str:
+    items = [_f32(float(v)) for v in np.asarray(values, dtype=np.float32)]
+    rows = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    return "{\n" + ",\n".join(indent + "    " + r for r in rows) + "}"
+
+
+_SUPPORT = """\
+// The project's random source (frame_mlir/runtime/random.py, the single definition):
+// one std::mt19937 output per float, mapped in float arithmetic exactly as written
+// there. Not std::uniform_real_distribution: standard libraries implement it differently.
+static void fill_uniform(std::mt19937& engine, float* dst, std::size_t n, float lo,
+                         float hi) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t u = static_cast<std::uint32_t>(engine());
+    float c = static_cast<float>(u) / 4294967296.0f;
+    if (c >= 1.0f) c = std::nextafter(1.0f, 0.0f);  // u near 2^32 rounds up to 1.0f
+    dst[i] = c * (hi - lo) + lo;  // two roundings: built with -ffp-contract=off
+  }
+}
+
+// Python's f"{v:.9g}" of the float (what frame-run prints): printf's %.9g of the value
+// as a double, except that every NaN prints as "nan" (printf may say "-nan").
+static void print_value(float v) {
+  if (std::isnan(v)) {
+    std::fputs("nan", stdout);
+  } else {
+    std::printf("%.9g", static_cast<double>(v));
+  }
+}
+"""
+
+
+class _MainWriter:
+    """Builds the text of `main()`."""
+
+    def __init__(self, spec: ModelSpec, loops: LoopsModule, cpp: CppModule) -> None:
+        self.spec = spec
+        self.loops = loops
+        self.cpp = cpp
+        taken = {i.cpp_name for i in cpp.info.values()} | set(cpp.helpers)
+        self.names = Namer(taken | {"fill_uniform", "print_value", "main"})
+        self.lines: list[str] = []
+
+    def line(self, text: str = "", depth: int = 1) -> None:
+        self.lines.append("  " * depth + text if text else "")
+
+    def function(self, ir_name: str) -> tuple[str, FunctionSignature]:
+        sig = self.loops.signatures.get(ir_name)
+        info = self.cpp.info.get(ir_name)
+        if sig is None or info is None:
+            raise CppEmitError(f"the module has no function @{ir_name}")
+        return info.cpp_name, sig
+
+    def call(self, ir_name: str, buffers: dict[str, str], output: str, arena: str) -> str:
+        """The C++ call of a public function, binding its arguments by kind the way
+        `trainer.Session` binds numpy buffers."""
+        cpp_name, sig = self.function(ir_name)
+        args = []
+        for a in sig.args:
+            if a.kind == "arena":
+                args.append(arena)
+            elif a.kind == "output":
+                args.append(output)
+            elif a.name in buffers:
+                args.append(buffers[a.name])
+            else:
+                raise CppEmitError(f"@{ir_name}: no host buffer for argument '{a.name}'")
+        return f"{cpp_name}({', '.join(args)});"
+
+    def write(self) -> str:
+        spec, loops = self.spec, self.loops
+        name = loops.lowered.function
+        step_fn = f"{name}_train_step"
+        predict_fn = getattr(loops.lowered, "predict_function", f"{name}_predict")
+        has_predict = predict_fn in loops.signatures
+        plan = initial_value_plan(spec)
+        _, step_sig = self.function(step_fn)
+        (loss_arg,) = step_sig.of_kind("output")
+        if loss_arg.shape != ():
+            raise CppEmitError(f"@{step_fn}: the loss output has shape {list(loss_arg.shape)}")
+        arena_size = max([s.arena_size for s in loops.signatures.values()] + [64])
+
+        self.line("int main() {", 0)
+        self.line("// Host buffers. The parameters are updated in place by the training "
+                  "step; the")
+        self.line("// arena holds every intermediate at the offsets the memory plan chose.")
+        buffers: dict[str, str] = {}
+        for step in plan:
+            cname = self.names.fresh(step.buffer)
+            buffers[step.buffer] = cname
+            decl = f"alignas(64) static float {cname}[{_size_expr(step.shape)}]"
+            if isinstance(step.init, InlineInit):
+                self.line(f"{decl} = {_array_initialiser(step.init.values, '  ')};")
+            else:
+                self.line(f"{decl};")
+        arena = self.names.fresh("arena")
+        self.line(f"alignas(64) static std::uint8_t {arena}[{arena_size}];")
+        loss = self.names.fresh("loss")
+        self.line(f"float {loss} = 0.0f;")
+        prediction = None
+        if has_predict:
+            _, psig = self.function(predict_fn)
+            (pred_arg,) = psig.of_kind("output")
+            prediction = self.names.fresh("prediction")
+            self.line(f"alignas(64) static float {prediction}[{_size_expr(pred_arg.shape)}];")
+
+        self.line()
+        uniform = [s for s in plan if isinstance(s.init, UniformInit)]
+        inline = [s for s in plan if isinstance(s.init, InlineInit)]
+        if inline:
+            self.line(f"// Inline data (no random draws): {', '.join(s.buffer for s in inline)}.")
+        if uniform:
+            engine = self.names.fresh("engine")
+            self.line("// Initial values: one std::mt19937(seed), drawn in the order data "
+                      "input ->")
+            self.line("// target -> each layer's weight then bias (runtime/random.py).")
+            self.line(f"std::mt19937 {engine}({spec.training.seed}u);")
+            for s in uniform:
+                assert isinstance(s.init, UniformInit)
+                label = f"data input {s.buffer}" if s.role == "data input" else s.buffer
+                self.line(f"fill_uniform({engine}, {buffers[s.buffer]}, "
+                          f"{_size_expr(s.shape)}, {_f32(s.init.lo)}, {_f32(s.init.hi)});"
+                          f"  // {label}")
+            self.line()
+
+        steps = self.names.fresh("steps")
+        step = self.names.fresh("step")
+        start = self.names.fresh("start")
+        seconds = self.names.fresh("seconds")
+        every = spec.training.log_every
+        logged = (f"{step} % {every} == 0 || {step} == {steps} - 1" if every > 0
+                  else f"{step} == {steps} - 1")
+        self.line(f"// Training: forward, backward and SGD update in @{step_fn}. Logs every "
+                  f"{every}th step" if every > 0 else
+                  f"// Training: forward, backward and SGD update in @{step_fn}. Logs")
+        self.line("// and the last, like frame-run; the loss is the one before the step's "
+                  "update.")
+        self.line(f"const std::int64_t {steps} = {spec.training.steps};")
+        self.line(f"const auto {start} = std::chrono::steady_clock::now();")
+        self.line(f"for (std::int64_t {step} = 0; {step} < {steps}; ++{step}) {{")
+        self.line(self.call(step_fn, buffers, f"&{loss}", arena), 2)
+        self.line(f"if ({logged}) {{", 2)
+        self.line(f'std::printf("step %lld loss ", static_cast<long long>({step}));', 3)
+        self.line(f"print_value({loss});", 3)
+        self.line('std::fputs("\\n", stdout);', 3)
+        self.line("}", 2)
+        self.line("}")
+        self.line(f"const std::chrono::duration<double> {seconds} = "
+                  f"std::chrono::steady_clock::now() - {start};")
+        self.line('std::fputs("final_loss ", stdout);')
+        self.line(f"print_value({loss});")
+        self.line('std::fputs("\\n", stdout);')
+        self.line()
+
+        if has_predict and prediction is not None:
+            _, psig = self.function(predict_fn)
+            (pred_arg,) = psig.of_kind("output")
+            shape = pred_arg.shape
+            rows = shape[0] if shape else 1
+            cols = prod(shape[1:]) if shape else 1
+            self.line(f"// Predictions of the trained model (layer {spec.loss.prediction}), "
+                      "as frame-run")
+            self.line("// --print-predictions prints them: one row per line.")
+            self.line(self.call(predict_fn, buffers, prediction, arena))
+            self.line(f'std::printf("predictions {spec.loss.prediction} '
+                      f'[{", ".join(str(d) for d in shape)}]\\n");')
+            r, c = self.names.fresh("row"), self.names.fresh("col")
+            self.line(f"for (int {r} = 0; {r} < {rows}; ++{r}) {{")
+            self.line(f"for (int {c} = 0; {c} < {cols}; ++{c}) {{", 2)
+            self.line(f'if ({c} > 0) std::fputs(" ", stdout);', 3)
+            self.line(f"print_value({prediction}[{r} * {cols} + {c}]);", 3)
+            self.line("}", 2)
+            self.line('std::fputs("\\n", stdout);', 2)
+            self.line("}")
+        else:
+            self.line(f"// TODO(predict): the module has no @{predict_fn} yet; the "
+                      "predictions block")
+            self.line("// is printed once the frontend lowers it.")
+        self.line(f'std::fprintf(stderr, "train_seconds %.9f\\n", {seconds}.count());')
+        self.line("return 0;")
+        self.line("}", 0)
+        return "\n".join(self.lines) + "\n"
+
+
+def generate_program(spec: ModelSpec, loops: LoopsModule | None = None) -> str:
+    """The text of `main.cpp` for `spec` (lowered here unless `loops` is given)."""
+    loops = loops or lower_to_loops(spec)
+    cpp = emit_module(loops.module)
+    cpp.includes.update({"chrono", "cmath", "cstddef", "cstdint", "cstdio", "random"})
+    main_text = _MainWriter(spec, loops, cpp).write()
+    header = f"""\
+// Generated by frame-dslc --emit from the model spec `{spec.name}`: a standalone
+// C++17 program that trains the model. Do not edit; regenerate from the spec.
+//
+// Every function below is translated op by op from the pipeline's `loops` stage
+// (`frame-run SPEC --emit-stage=loops`; `v14` is `%14` there): the kernels
+// `{cpp_identifier(spec.name)}_..._kN_<op>` are the outlined linalg ops, the public
+// functions call them on views of one static arena. main() then trains as frame-run does.
+"""
+    return header + "\n" + cpp.text() + _SUPPORT + "\n" + main_text
+
+
+def emit_program(spec: ModelSpec, out_dir: Path) -> list[Path]:
+    """Write `out_dir/main.cpp` and `out_dir/CMakeLists.txt`; returns their paths.
+
+    Build and run: `cmake -S DIR -B DIR/build && cmake --build DIR/build &&
+    DIR/build/<model>`.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    main_cpp = out_dir / "main.cpp"
+    main_cpp.write_text(generate_program(spec))
+    cmake = out_dir / "CMakeLists.txt"
+    cmake.write_text(cmake_lists(spec.name))
+    return [main_cpp, cmake]
