@@ -25,12 +25,14 @@ import struct
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     Float32Type,
     FloatAttr,
     TensorType,
     UnitAttr,
     UnrankedTensorType,
     f32,
+    i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
@@ -270,38 +272,89 @@ class TransposeOp(UnaryOp):
         return (s[1], s[0])
 
 
+def _check_axes(axes: Sequence[int], rank: int, what: str) -> None:
+    seen: set[int] = set()
+    for a in axes:
+        if a < 0:
+            raise ShapeError(f"{what}: axis {a} is negative (expected 0 <= axis < {rank})")
+        if a >= rank:
+            raise ShapeError(f"{what}: axis {a} is out of range (expected 0 <= axis < {rank})")
+        if a in seen:
+            raise ShapeError(f"{what}: axis {a} appears twice")
+        seen.add(a)
+
+
 @irdl_op_definition
 class SumOp(UnaryOp):
-    """Sum of all elements to a 0-d tensor. ``%s = frame.sum %x : (tensor<8x1xf32>) -> tensor<f32>``"""
+    """Sum over `axes` (all axes when absent), dropping the reduced dims.
+
+    ``%s = frame.sum %x : (tensor<8x1xf32>) -> tensor<f32>``
+    ``%r = frame.sum %x {axes = array<i64: 1>} : (tensor<8x3xf32>) -> tensor<8xf32>``
+    """
 
     name = "frame.sum"
+    axes = opt_prop_def(DenseArrayBase.constr(i64))
+
+    def __init__(self, input: SSAValue | Operation, axes: Sequence[int] | None = None,
+                 result_type: Attribute | None = None):
+        props: dict[str, Attribute | None] = {
+            "axes": DenseArrayBase.from_list(i64, list(axes)) if axes is not None else None}
+        ops = [SSAValue.get(input)]
+        rtype = result_type or self.result_type_for(ops, axes=axes)
+        super().__init__(input, rtype, props)
+
+    def reduced_axes(self, rank: int) -> list[int]:
+        """The reduced axes, resolved against the operand rank."""
+        return list(range(rank)) if self.axes is None else list(self.axes.get_values())
+
+    def rule_attrs(self) -> dict[str, object]:
+        return {"axes": None if self.axes is None else list(self.axes.get_values())}
 
     @staticmethod
     def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
-        return ()
+        (s,) = shapes
+        axes = attrs.get("axes")
+        if axes is None:
+            return ()
+        _check_axes(axes, len(s), "frame.sum")  # type: ignore[arg-type]
+        return tuple(d for i, d in enumerate(s) if i not in axes)  # type: ignore[operator]
 
 
 @irdl_op_definition
 class BroadcastOp(UnaryOp):
-    """Fill a static shape with the value of a 0-d tensor (the VJP of frame.sum).
+    """Repeat the operand along the result's `axes` (all of them when absent: a 0-d
+    operand fills the whole result). The VJP of frame.sum.
 
     ``%y = frame.broadcast %s : (tensor<f32>) -> tensor<8x1xf32>``
+    ``%y = frame.broadcast %r {axes = array<i64: 1>} : (tensor<8xf32>) -> tensor<8x3xf32>``
     """
 
     name = "frame.broadcast"
+    axes = opt_prop_def(DenseArrayBase.constr(i64))
 
-    def __init__(self, input: SSAValue | Operation, result_type: Attribute):
-        super().__init__(input, result_type)
+    def __init__(self, input: SSAValue | Operation, result_type: Attribute,
+                 axes: Sequence[int] | None = None):
+        props: dict[str, Attribute | None] = {
+            "axes": DenseArrayBase.from_list(i64, list(axes)) if axes is not None else None}
+        super().__init__(input, result_type, props)
+
+    def new_axes(self, rank: int) -> list[int]:
+        """The result dims the operand does not have."""
+        return list(range(rank)) if self.axes is None else list(self.axes.get_values())
 
     def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
         # The target shape is the declared result type: it is not inferred.
         (s,) = shapes
-        if s != ():
-            raise ShapeError(f"frame.broadcast: operand expected a 0-d tensor, found {_fmt(s)}")
         target = static_shape(self.result)
         if target is None:
             raise ShapeError("frame.broadcast: the result type must be static (it is the "
                              "target shape)")
+        axes = self.new_axes(len(target))
+        _check_axes(axes, len(target), "frame.broadcast")
+        kept = tuple(d for i, d in enumerate(target) if i not in axes)
+        if s != kept:
+            raise ShapeError(f"frame.broadcast: operand expected {_fmt(kept)} (the result "
+                             f"without axes {axes}), found {_fmt(s)}")
         return target
 
 

@@ -168,12 +168,23 @@ def _sum_into(lw: Lowerer, inputs: Sequence[SSAValue], body: BodyFn) -> SSAValue
 
 
 def _sum(lw: Lowerer, op: Operation) -> SSAValue:
-    return _sum_into(lw, op.operands,
-                     lambda b, a: b.insert(arith.AddfOp(a[1], a[0])).result)
+    assert isinstance(op, frame.SumOp)
+    rank = len(frame.static_shape(op.input) or ())
+    axes = op.reduced_axes(rank)
+    kept = [d for d in range(rank) if d not in axes]
+    init = lw.filled(_result_type(op), 0.0)
+    return lw.generic([op.input], init, [identity_map(rank), dims_map(rank, kept)],
+                      [RED if d in axes else PAR for d in range(rank)],
+                      lambda b, a: b.insert(arith.AddfOp(a[1], a[0])).result)
 
 
 def _broadcast(lw: Lowerer, op: Operation) -> SSAValue:
-    return lw.elementwise(op.operands, _result_type(op), lambda b, a: a[0])
+    assert isinstance(op, frame.BroadcastOp)
+    typ = _result_type(op)
+    rank = typ.get_num_dims()
+    kept = [d for d in range(rank) if d not in op.new_axes(rank)]
+    return lw.generic([op.input], lw.empty(typ), [dims_map(rank, kept), identity_map(rank)],
+                      [PAR] * rank, lambda b, a: a[0])
 
 
 def _numel(value: SSAValue) -> int:

@@ -1,10 +1,11 @@
 """frame-autodiff: reverse-mode differentiation of frame functions, IR to IR.
 
 Expects: functions in static-shaped frame IR whose parameters are marked with
-the argument attribute `frame.param = "<name>"` and which return a single 0-d
-tensor, the loss.
+the argument attribute `frame.param = "<name>"` and which return a single scalar
+tensor, the loss -- or several results and `frame.loss_index = k` naming the loss.
 Does: for each such `@f`, adds `@f_grad` with the same arguments that returns
-`(loss, d loss/d p1, ..., d loss/d pn)` in parameter order. The backward ops are
+`(loss, d loss/d p1, ..., d loss/d pn)` in parameter order (with `frame.loss_index`:
+every result of `@f`, then the gradients). The backward ops are
 ordinary frame ops built by the VJP table (`vjp_rules.VJP_RULES`), walking the
 forward ops in reverse; adjoints of values used several times are summed.
 Only values that depend on a parameter get adjoints (activity analysis), so no
@@ -16,6 +17,7 @@ Fails with `no gradient rule for <op>` for an op outside the table.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
@@ -32,6 +34,8 @@ from frame_mlir.passes.vjp_rules import VJP_RULES
 SKIP_ATTRS = ("frame.grad_of", "frame.train_step", "frame.inference")
 
 LAYER, STAGE = "frame.layer", "frame.stage"
+#: Function attribute naming which result is the loss (default: the only result).
+LOSS_INDEX = "frame.loss_index"
 
 
 def param_indices(fn: func.FuncOp) -> list[int]:
@@ -65,11 +69,22 @@ class FrameAutodiff(ModulePass):
         user_fn = fn.sym_name.data
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
-        if len(ret.operands) != 1 or frame.static_shape(ret.operands[0]) != ():
-            raise fail(self.name, ret,
-                       "expected the function to return exactly one 0-d tensor (the loss)",
-                       user_fn)
-        loss = ret.operands[0]
+        loss_attr = fn.attributes.get(LOSS_INDEX)
+        if isinstance(loss_attr, builtin.IntegerAttr):
+            loss_index = loss_attr.value.data
+            if not 0 <= loss_index < len(ret.operands):
+                raise fail(self.name, ret, f"loss index {loss_index} is out of range "
+                           f"(the function has {len(ret.operands)} results)", user_fn)
+        elif len(ret.operands) == 1:
+            loss_index = 0
+        else:
+            raise fail(self.name, ret, "expected exactly one result (the loss), or the "
+                       f"attribute {LOSS_INDEX} naming it", user_fn)
+        loss = ret.operands[loss_index]
+        loss_shape = frame.static_shape(loss)
+        if loss_shape is None or prod(loss_shape) != 1:
+            raise fail(self.name, ret, "expected the loss to be a scalar (rank 0, or one "
+                       f"element), found {loss.type}", user_fn)
         params = [block.args[i] for i in param_indices(grad_fn)]
 
         # Activity: values reachable from a parameter need adjoints.
@@ -94,7 +109,7 @@ class FrameAutodiff(ModulePass):
         if loss in active:
             if isinstance(layer := loss.owner.attributes.get(LAYER), builtin.StringAttr):
                 provenance[LAYER] = layer
-            adjoint[loss] = emit(frame.ConstantOp(1.0))
+            adjoint[loss] = emit(frame.ConstantOp(1.0, loss_shape))
         for o in reversed(forward_ops):
             if not o.results or o.results[0] not in adjoint:
                 continue
@@ -115,7 +130,8 @@ class FrameAutodiff(ModulePass):
                     g = emit(frame.AddOp(adjoint[value], g))
                 adjoint[value] = g
 
-        outputs: list[SSAValue] = [loss]
+        # [loss, grads...]; with several results, [every result..., grads...].
+        outputs: list[SSAValue] = list(ret.operands) if loss_attr is not None else [loss]
         for i, p in zip(param_indices(grad_fn), params, strict=True):
             provenance.clear()
             provenance[LAYER] = grad_fn.arg_attrs.data[i].data["frame.param"]  # type: ignore

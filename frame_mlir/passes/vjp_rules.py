@@ -78,11 +78,14 @@ def _transpose(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool])
 
 def _sum(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
     assert isinstance(op, frame.SumOp)
-    return [emit(frame.BroadcastOp(dc, op.input.type))]
+    axes = None if op.axes is None else list(op.axes.get_values())
+    return [emit(frame.BroadcastOp(dc, op.input.type, axes))]
 
 
 def _broadcast(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
-    return [emit(frame.SumOp(dc))]
+    assert isinstance(op, frame.BroadcastOp)
+    axes = None if op.axes is None else list(op.axes.get_values())
+    return [emit(frame.SumOp(dc, axes))]
 
 
 def _mse_loss(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:

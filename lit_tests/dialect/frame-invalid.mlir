@@ -118,7 +118,7 @@ func.func @broadcast_operand(%a: tensor<2xf32>) {
   %0 = frame.broadcast %a : (tensor<2xf32>) -> tensor<4x2xf32>
   func.return
 }
-// CHECK:      frame.broadcast: operand expected a 0-d tensor, found [2]
+// CHECK:      frame.broadcast: operand expected [] (the result without axes [0, 1]), found [2]
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "broadcast_operand"
 

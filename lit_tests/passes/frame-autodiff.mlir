@@ -132,4 +132,24 @@ func.func @not_a_loss(%w: tensor<4xf32> {frame.param = "w"}) -> tensor<4xf32> {
   func.return %0 : tensor<4xf32>
 }
 
-// CHECK: frame-autodiff at @not_a_loss{{(_grad)?}}: func.return: expected the function to return exactly one 0-d tensor (the loss)
+// CHECK: frame-autodiff at @not_a_loss: func.return: expected the loss to be a scalar (rank 0, or one element), found tensor<4xf32>
+
+// -----
+
+// Several results and frame.loss_index: the gradient function returns every result,
+// then the gradients. A sum over chosen axes differentiates to a broadcast over them.
+func.func @multi(%x: tensor<2x3xf32> {frame.param = "x"}) -> (tensor<2x3xf32>, tensor<f32>) attributes {frame.loss_index = 1 : i64} {
+  %sq = frame.mul %x, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %rows = frame.sum %sq {axes = array<i64: 1>} : (tensor<2x3xf32>) -> tensor<2xf32>
+  %l = frame.sum %rows : (tensor<2xf32>) -> tensor<f32>
+  func.return %sq, %l : tensor<2x3xf32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @multi_grad
+// CHECK-SAME:    -> (tensor<2x3xf32>, tensor<f32>, tensor<2x3xf32>)
+// CHECK:         %[[SQ:.*]] = frame.mul
+// CHECK:         %[[L:.*]] = frame.sum
+// CHECK:         %[[ONE:.*]] = frame.constant 1.000000e+00 {frame.stage = "backward"} : tensor<f32>
+// CHECK-NEXT:    %[[GROWS:.*]] = frame.broadcast %[[ONE]] {frame.stage = "backward"} : (tensor<f32>) -> tensor<2xf32>
+// CHECK-NEXT:    %[[GSQ:.*]] = frame.broadcast %[[GROWS]] {frame.stage = "backward", axes = array<i64: 1>} : (tensor<2xf32>) -> tensor<2x3xf32>
+// CHECK:         func.return %[[SQ]], %[[L]], %{{.*}} : tensor<2x3xf32>, tensor<f32>, tensor<2x3xf32>
