@@ -147,8 +147,9 @@ func.func @multi(%x: tensor<2x3xf32> {frame.param = "x"}) -> (tensor<2x3xf32>, t
 
 // CHECK-LABEL: func.func @multi_grad
 // CHECK-SAME:    -> (tensor<2x3xf32>, tensor<f32>, tensor<2x3xf32>)
-// CHECK:         %[[SQ:.*]] = frame.mul
-// CHECK:         %[[L:.*]] = frame.sum
+// CHECK:         %[[SQ:[a-z0-9_]+]] = frame.mul
+// CHECK-NEXT:    %[[R:[a-z0-9_]+]] = frame.sum %[[SQ]]
+// CHECK-NEXT:    %[[L:[a-z0-9_]+]] = frame.sum %[[R]]
 // CHECK:         %[[ONE:.*]] = frame.constant 1.000000e+00 {frame.stage = "backward"} : tensor<f32>
 // CHECK-NEXT:    %[[GROWS:.*]] = frame.broadcast %[[ONE]] {frame.stage = "backward"} : (tensor<f32>) -> tensor<2xf32>
 // CHECK-NEXT:    %[[GSQ:.*]] = frame.broadcast %[[GROWS]] {frame.stage = "backward", axes = array<i64: 1>} : (tensor<2xf32>) -> tensor<2x3xf32>
