@@ -1,0 +1,345 @@
+"""Graphs of the Python API: build frame IR from Python, compile it, run it.
+
+A `Graph` records frame ops into a block as they are created (`add`, `matmul`, ...
+return `Value` handles); `compile` snapshots it into a `func.func`, runs the shared
+pipeline (the same passes frame-run uses) and JIT-compiles it; `Executable.run`
+calls the native code on fresh copies of the inputs and returns fresh output tensors.
+
+Constants: a splat float constant is a `frame.constant` (a fill in compiled code);
+any other constant is a hidden input of the compiled function whose host buffer the
+executable owns. Integer and bfloat16 constants cannot enter arithmetic yet; they may
+be graph outputs, returned as they are.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import builtin, func
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+
+from frame_mlir.api.tensor import (
+    STORAGE,
+    DType,
+    Device,
+    Tensor,
+    bf16_bits,
+    check_backend,
+)
+from frame_mlir.dialects import frame
+
+__all__ = ["Executable", "Graph", "Node", "Value", "compile"]
+
+#: dtypes whose arithmetic has compiled kernels today.
+COMPUTE_DTYPES = (DType.float32,)
+
+
+class Node:
+    """An op of a graph. Exists for API compatibility; no API returns one."""
+
+    def __init__(self, *args: object, **kwargs: object):
+        raise TypeError("Node cannot be constructed")
+
+
+class Value:
+    """An SSA value of one Graph (it keeps the graph alive)."""
+
+    __slots__ = ("_graph", "_ssa", "_shape", "_dtype", "__weakref__")
+
+    def __init__(self, *args: object, **kwargs: object):
+        raise TypeError("Value cannot be constructed; values come from graph ops")
+
+    @classmethod
+    def _make(cls, graph: Graph, ssa: SSAValue, shape: tuple[int, ...], dtype: DType) -> Value:
+        v = object.__new__(cls)
+        v._graph, v._ssa, v._shape, v._dtype = graph, ssa, shape, dtype
+        return v
+
+    def __repr__(self) -> str:
+        return f"<Value {list(self._shape)} {self._dtype.name}>"
+
+
+@dataclass
+class _Constant:
+    """Host data of a constant that is not a splat float: a hidden input."""
+
+    data: np.ndarray  # storage array (bf16 as uint16 bits)
+    dtype: DType
+
+
+class Graph:
+    """A frame function under construction: inputs, ops, ordered outputs."""
+
+    def __init__(self, name: str = ""):
+        if not isinstance(name, str):
+            raise TypeError(f"Graph name must be a str, found {type(name).__name__}")
+        self._name = name
+        self._block = Block()
+        self._inputs: list[BlockArgument] = []  # user inputs, in call order
+        self._hidden: dict[BlockArgument, _Constant] = {}  # non-splat constants
+        self._outputs: list[Value] = []
+        self._backend: str | None = None
+        self._values: weakref.WeakSet[Value] = weakref.WeakSet()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    # -- construction --------------------------------------------------------------
+    def _value(self, ssa: SSAValue, shape: Sequence[int], dtype: DType) -> Value:
+        v = Value._make(self, ssa, tuple(shape), dtype)
+        return v
+
+    def _own(self, v: object, what: str) -> Value:
+        if not isinstance(v, Value):
+            raise TypeError(f"{what}: expected a Value, found {type(v).__name__}")
+        if v._graph is not self:
+            raise ValueError(f"{what}: value does not belong to this graph")
+        return v
+
+    def _set_device(self, backend: str) -> None:
+        if self._backend is None:
+            self._backend = backend
+
+    def add_graph_input(self, shape: Sequence[int], dtype: DType,
+                        backend: str = "cpu") -> Value:
+        """Append a graph input of static `shape` and `dtype` on `backend`."""
+        dims = _dims(shape, "add_graph_input")
+        dtype = _dtype(dtype, "add_graph_input")
+        check_backend(backend)
+        arg = self._block.insert_arg(_tensor_type(dims, dtype), len(self._block.args))
+        arg.name_hint = f"in{len(self._inputs)}"
+        self._inputs.append(arg)
+        self._set_device(backend)
+        return self._value(arg, dims, dtype)
+
+    def mark_output(self, value: Value) -> None:
+        """Append `value` to the ordered outputs (repeats and inputs allowed)."""
+        self._outputs.append(self._own(value, "mark_output"))
+
+    def _emit(self, op: Operation, dtype: DType) -> Value:
+        self._block.add_op(op)
+        shape = frame.static_shape(op.results[0])
+        assert shape is not None
+        return self._value(op.results[0], shape, dtype)
+
+    def _constant(self, values: np.ndarray, dims: tuple[int, ...], dtype: DType,
+                  backend: str) -> Value:
+        self._set_device(backend)
+        flat = np.ascontiguousarray(values.reshape(-1), dtype=np.float32) \
+            if dtype in COMPUTE_DTYPES else None
+        # A splat (bit-identical values) is a fill in compiled code.
+        if flat is not None and flat.size > 0 and np.all(flat.view(np.uint32) ==
+                                                         flat.view(np.uint32)[0]):
+            return self._emit(frame.ConstantOp(float(flat[0]), dims), dtype)
+        arg = self._block.insert_arg(_tensor_type(dims, dtype), len(self._block.args))
+        arg.name_hint = f"const{len(self._hidden)}"
+        self._hidden[arg] = _Constant(_storage(values.reshape(dims), dtype), dtype)
+        return self._value(arg, dims, dtype)
+
+    # -- snapshot ----------------------------------------------------------------------
+    def _snapshot(self) -> tuple[func.FuncOp, list[BlockArgument]]:
+        """A func.func of the graph as it is now: [user inputs..., hidden constants...]
+        -> [outputs...]; also the hidden arguments in their order."""
+        hidden = list(self._hidden)
+        block = Block(arg_types=[a.type for a in (*self._inputs, *hidden)])
+        mapping: dict[SSAValue, SSAValue] = {}
+        for old, new in zip((*self._inputs, *hidden), block.args, strict=True):
+            mapping[old] = new
+            new.name_hint = old.name_hint
+        for op in self._block.ops:
+            clone = op.clone(value_mapper=mapping)
+            block.add_op(clone)
+        block.add_op(func.ReturnOp(*[mapping[v._ssa] for v in self._outputs]))
+        fn = func.FuncOp(_symbol(self._name),
+                         func.FunctionType.from_lists([a.type for a in block.args],
+                                                      [v._ssa.type for v in self._outputs]),
+                         Region(block))
+        return fn, hidden
+
+
+def _symbol(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return s if s and not s[0].isdigit() else f"g_{s}"
+
+
+def _tensor_type(dims: Sequence[int], dtype: DType) -> builtin.TensorType:
+    elem = {DType.float32: builtin.f32, DType.float16: builtin.f16,
+            DType.bfloat16: builtin.bf16, DType.int32: builtin.i32,
+            DType.int64: builtin.i64}[dtype]
+    return builtin.TensorType(elem, list(dims))
+
+
+def _dims(shape: Sequence[int], what: str) -> tuple[int, ...]:
+    if isinstance(shape, str | bytes) or not isinstance(shape, Sequence | np.ndarray):
+        raise TypeError(f"{what}: shape must be a sequence of ints")
+    dims = []
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, int | np.integer):
+            raise TypeError(f"{what}: shape entries must be ints, found {d!r}")
+        if d < 0:
+            raise ValueError(f"{what}: negative dimension {d} in shape {list(shape)}")
+        dims.append(int(d))
+    return tuple(dims)
+
+
+def _dtype(dtype: object, what: str) -> DType:
+    if isinstance(dtype, DType):
+        return dtype
+    raise TypeError(f"{what}: dtype must be a DType, found {type(dtype).__name__}")
+
+
+def _storage(values: np.ndarray, dtype: DType) -> np.ndarray:
+    if dtype == DType.bfloat16:
+        return bf16_bits(values.astype(np.float32))
+    return np.ascontiguousarray(values, dtype=STORAGE[dtype])
+
+
+# -- compile and run ---------------------------------------------------------------------
+
+_CACHE: dict[str, object] = {}
+
+
+class Executable:
+    """A compiled graph. `run` takes tensors in graph-input order and returns fresh
+    tensors, one per marked output."""
+
+    def __init__(self, *args: object, **kwargs: object):
+        raise TypeError("Executable has no public constructor; use compile(graph, backend)")
+
+    @classmethod
+    def _make(cls, graph: Graph, backend: str) -> Executable:
+        from frame_mlir.runtime.executable import compile_module
+
+        ex = object.__new__(cls)
+        ex._backend = backend
+        ex._inputs = [(tuple(a.type.get_shape()), _arg_dtype(graph, a))
+                      for a in graph._inputs]
+        fn, hidden = graph._snapshot()
+        ex._hidden = [graph._hidden[a] for a in hidden]
+        # Outputs that are integer / bf16 constants never enter compiled code.
+        ex._plan = []
+        index_of_arg = {a: i for i, a in enumerate((*graph._inputs, *hidden))}
+        compute_outputs: list[SSAValue] = []
+        for v in graph._outputs:
+            if v._dtype not in COMPUTE_DTYPES:
+                if v._ssa in graph._hidden:
+                    ex._plan.append(("const", graph._hidden[v._ssa]))
+                    continue
+                if v._ssa in index_of_arg:
+                    ex._plan.append(("input", index_of_arg[v._ssa]))
+                    continue
+                raise NotImplementedError(
+                    f"compile: {v._dtype.name} arithmetic is not implemented yet")
+            ex._plan.append(("fn", len(compute_outputs)))
+            compute_outputs.append(v._ssa)
+        ex._fn_name = fn.sym_name.data
+        ex._runtime = None
+        if compute_outputs:
+            for a in (*graph._inputs, *hidden):
+                if _arg_dtype(graph, a) not in COMPUTE_DTYPES and a.uses:
+                    raise NotImplementedError(
+                        f"compile: {_arg_dtype(graph, a).name} arithmetic is not "
+                        "implemented yet")
+            fn = _only_float(fn)
+            module = builtin.ModuleOp([fn])
+            key = f"{backend}\n{module}"
+            runtime = _CACHE.get(key)
+            if runtime is None:
+                runtime = compile_module(module)
+                _CACHE[key] = runtime
+            ex._runtime = runtime
+            ex._compute_args = [i for i, a in enumerate((*graph._inputs, *hidden))
+                                if _arg_dtype(graph, a) in COMPUTE_DTYPES]
+        return ex
+
+    def run(self, inputs: Sequence[Tensor]) -> list[Tensor]:
+        """Run on `inputs` (graph-input order); fresh output tensors, inputs untouched."""
+        if isinstance(inputs, Tensor) or not isinstance(inputs, Sequence):
+            raise TypeError("run: inputs must be a sequence of Tensors")
+        if len(inputs) != len(self._inputs):
+            raise ValueError(f"run: expected {len(self._inputs)} inputs, found {len(inputs)}")
+        arrays: list[np.ndarray] = []
+        for i, (t, (shape, dtype)) in enumerate(zip(inputs, self._inputs, strict=True)):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"run: input {i} is not a Tensor")
+            if t.dtype != dtype:
+                raise ValueError(f"run: input {i} expected dtype {dtype.name}, "
+                                 f"found {t.dtype.name}")
+            if tuple(t.shape.dims) != shape:
+                raise ValueError(f"run: input {i} expected shape {list(shape)}, "
+                                 f"found {t.shape.dims}")
+            if t.device.backend != self._backend:
+                raise ValueError(f"run: input {i} is on '{t.device.backend}', the "
+                                 f"executable on '{self._backend}'")
+            arrays.append(t.storage())
+        arrays += [c.data for c in self._hidden]
+        results: tuple[np.ndarray, ...] = ()
+        if self._runtime is not None:
+            results = self._runtime(self._fn_name,  # type: ignore[operator]
+                                    *[arrays[i] for i in self._compute_args])
+        out: list[Tensor] = []
+        device = Device(self._backend, 0)
+        for kind, ref in self._plan:
+            if kind == "fn":
+                out.append(Tensor._own(np.array(results[ref]), DType.float32, device))
+            elif kind == "const":
+                out.append(Tensor._own(ref.data.copy(), ref.dtype, device))
+            else:
+                t = inputs[ref] if ref < len(inputs) else None
+                data = t.storage() if t is not None else self._hidden[
+                    ref - len(inputs)].data
+                dt = t.dtype if t is not None else self._hidden[ref - len(inputs)].dtype
+                out.append(Tensor._own(data.copy(), dt, device))
+        return out
+
+
+def _arg_dtype(graph: Graph, arg: BlockArgument) -> DType:
+    if arg in graph._hidden:
+        return graph._hidden[arg].dtype
+    elem = arg.type.element_type  # type: ignore[attr-defined]
+    return {builtin.f32: DType.float32, builtin.f16: DType.float16,
+            builtin.bf16: DType.bfloat16, builtin.i32: DType.int32,
+            builtin.i64: DType.int64}[elem]
+
+
+def _only_float(fn: func.FuncOp) -> func.FuncOp:
+    """`fn` returning only its float32 results, with unused other arguments dropped
+    (integer and bf16 constants are returned by the executable directly)."""
+    block = fn.body.blocks[0]
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    float_results = [v for v in ret.operands if isinstance(v.type, builtin.TensorType)
+                     and v.type.element_type == builtin.f32]
+    ret.detach()
+    ret.erase()
+    block.add_op(func.ReturnOp(*float_results))
+    for arg in list(block.args):
+        if arg.type.element_type != builtin.f32:  # type: ignore[attr-defined]
+            assert not arg.uses
+            block.erase_arg(arg)
+    fn.function_type = func.FunctionType.from_lists([a.type for a in block.args],
+                                                    [v.type for v in float_results])
+    return fn
+
+
+def compile(graph: Graph, backend: str) -> Executable:  # noqa: A001 - the API's name
+    """Compile `graph` for `backend` (a snapshot: the graph stays mutable)."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"compile: expected a Graph, found {type(graph).__name__}")
+    if not isinstance(backend, str):
+        raise TypeError("compile: backend must be a str")
+    if graph._backend is not None and graph._backend != backend:
+        raise ValueError(f"runtime::compile: backend_name '{backend}' does not match graph "
+                         f"device backend '{graph._backend}'")
+    check_backend(backend)
+    return Executable._make(graph, backend)
+
+
+def numel(dims: Sequence[int]) -> int:
+    return math.prod(dims)

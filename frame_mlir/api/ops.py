@@ -1,0 +1,144 @@
+"""Graph ops of the Python API: each checks its operands and emits a frame op.
+
+Every op takes the Graph first and returns a Value of it; an operand from another
+graph is a ValueError ("does not belong to this graph"), checked before anything else.
+There is no broadcasting. The rules and messages follow the frame Python API sheet.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from frame_mlir.api.graph import COMPUTE_DTYPES, Graph, Value, _dims, _dtype
+from frame_mlir.api.tensor import DType, check_backend
+from frame_mlir.dialects import frame
+
+__all__ = ["add", "constant", "matmul", "mse_loss", "mul", "relu", "square", "sum"]
+
+
+def _graph(graph: object, what: str) -> Graph:
+    if not isinstance(graph, Graph):
+        raise TypeError(f"{what}: expected a Graph first, found {type(graph).__name__}")
+    return graph
+
+
+def _float(v: Value, what: str) -> None:
+    if not v._dtype.is_float:
+        raise ValueError(f"{what}: expected a float dtype, found '{v._dtype.name}'")
+    if v._dtype not in COMPUTE_DTYPES:
+        raise NotImplementedError(f"{what}: {v._dtype.name} arithmetic is not implemented yet")
+
+
+def _same_dtype(a: Value, b: Value, what: str) -> None:
+    if a._dtype != b._dtype:
+        raise ValueError(f"{what}: operands must have the same dtype, found "
+                         f"'{a._dtype.name}' and '{b._dtype.name}'")
+
+
+def _binary(graph: Graph, lhs: Value, rhs: Value, what: str) -> tuple[Value, Value]:
+    g = _graph(graph, what)
+    a, b = g._own(lhs, what), g._own(rhs, what)
+    _same_dtype(a, b, what)
+    if a._shape != b._shape:
+        raise ValueError(f"{what}: operands must have the same shape (no broadcasting), found "
+                         f"{list(a._shape)} and {list(b._shape)}")
+    _float(a, what)
+    return a, b
+
+
+def add(graph: Graph, lhs: Value, rhs: Value) -> Value:
+    """Elementwise lhs + rhs (same dtype, same shape)."""
+    a, b = _binary(graph, lhs, rhs, "add")
+    return graph._emit(frame.AddOp(a._ssa, b._ssa), a._dtype)
+
+
+def mul(graph: Graph, lhs: Value, rhs: Value) -> Value:
+    """Elementwise lhs * rhs (same dtype, same shape)."""
+    a, b = _binary(graph, lhs, rhs, "mul")
+    return graph._emit(frame.MulOp(a._ssa, b._ssa), a._dtype)
+
+
+def relu(graph: Graph, x: Value) -> Value:
+    """max(x, 0) elementwise."""
+    v = _graph(graph, "relu")._own(x, "relu")
+    _float(v, "relu")
+    return graph._emit(frame.ReluOp(v._ssa), v._dtype)
+
+
+def square(graph: Graph, x: Value) -> Value:
+    """x * x elementwise (its gradient, 2x * dy, comes from frame.mul's rule)."""
+    v = _graph(graph, "square")._own(x, "square")
+    _float(v, "square")
+    return graph._emit(frame.MulOp(v._ssa, v._ssa), v._dtype)
+
+
+def matmul(graph: Graph, lhs: Value, rhs: Value) -> Value:
+    """[m, k] @ [k, n] -> [m, n]."""
+    g = _graph(graph, "matmul")
+    a, b = g._own(lhs, "matmul"), g._own(rhs, "matmul")
+    _same_dtype(a, b, "matmul")
+    if len(a._shape) != 2 or len(b._shape) != 2:
+        raise ValueError(f"matmul: expected rank-2 operands, found {list(a._shape)} and "
+                         f"{list(b._shape)}")
+    if a._shape[1] != b._shape[0]:
+        raise ValueError(f"matmul: contraction dimension mismatch: lhs {list(a._shape)}, "
+                         f"rhs {list(b._shape)}")
+    _float(a, "matmul")
+    return graph._emit(frame.MatmulOp(a._ssa, b._ssa), a._dtype)
+
+
+def sum(graph: Graph, x: Value, axes: Sequence[int]) -> Value:  # noqa: A001 - the API's name
+    """Sum over `axes` ([] = all), dropping the reduced dims."""
+    v = _graph(graph, "sum")._own(x, "sum")
+    if isinstance(axes, str | bytes) or not isinstance(axes, Sequence | np.ndarray):
+        raise TypeError("sum: axes must be a sequence of ints")
+    rank = len(v._shape)
+    seen: set[int] = set()
+    for a in axes:
+        if isinstance(a, bool) or not isinstance(a, int | np.integer):
+            raise TypeError(f"sum: axes must be ints, found {a!r}")
+        if a < 0:
+            raise ValueError(f"sum: axis {a} is negative (expected 0 <= axis < {rank})")
+        if a >= rank:
+            raise ValueError(f"sum: axis {a} is out of range for rank {rank}")
+        if a in seen:
+            raise ValueError(f"sum: axis {a} appears twice")
+        seen.add(int(a))
+    _float(v, "sum")
+    chosen = None if len(axes) == 0 else sorted(seen)
+    return graph._emit(frame.SumOp(v._ssa, chosen), v._dtype)
+
+
+def mse_loss(graph: Graph, pred: Value, target: Value) -> Value:
+    """mean((pred - target)^2) over all elements, rank 0."""
+    a, b = _binary(graph, pred, target, "mse_loss")
+    return graph._emit(frame.MseLossOp(a._ssa, b._ssa), a._dtype)
+
+
+def constant(graph: Graph, values: Sequence[float], shape: Sequence[int], dtype: DType,
+             backend: str = "cpu") -> Value:
+    """A constant holding `values` row-major (exactly prod(shape) of them)."""
+    g = _graph(graph, "constant")
+    dims = _dims(shape, "constant")
+    dtype = _dtype(dtype, "constant")
+    check_backend(backend)
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray):
+        raise TypeError("constant: values must be a sequence of numbers")
+    vals = list(values)
+    if len(vals) != math.prod(dims):
+        raise ValueError(f"constant: {len(vals)} values for shape {list(dims)} "
+                         f"(expected exactly {math.prod(dims)})")
+    if dtype in (DType.int32, DType.int64):
+        limit = 2**31 - 1 if dtype == DType.int32 else 2**53
+        low = -(2**31) if dtype == DType.int32 else -(2**53)
+        for x in vals:
+            if not float(x).is_integer() or not low <= x <= limit:
+                raise ValueError(f"constant: {x!r} is not an integral value that fits "
+                                 f"{dtype.name} (magnitude <= 2^53)")
+        arr = np.array([int(x) for x in vals], dtype=np.int64)
+    else:
+        arr = np.array(vals, dtype=np.float64).astype(np.float32)
+    return g._constant(arr.reshape(dims), dims, dtype, backend)
