@@ -25,8 +25,8 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from frame_mlir.api.tensor import (
     STORAGE,
-    DType,
     Device,
+    DType,
     Tensor,
     bf16_bits,
     check_backend,

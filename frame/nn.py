@@ -1,0 +1,40 @@
+"""`frame.nn`: the nn factories and Module (the same objects as in `frame._core`)."""
+
+from ._core import (
+    AFF,
+    LSTM,
+    AvgPool2d,
+    Conv1d,
+    Conv2d,
+    Dwt1d,
+    Dwt2d,
+    Flatten,
+    Fno1dBlock,
+    FourierFilter1d,
+    FourierMamba,
+    GraphConv,
+    HypergraphConv,
+    LayerNorm,
+    LIFCell,
+    Linear,
+    Mamba,
+    MaxPool2d,
+    Module,
+    MseLoss,
+    MultiheadAttention,
+    Relu,
+    Sequential,
+    Sigmoid,
+    SnnClassifier,
+    SpectralConv1d,
+    TransformerEncoderBlock,
+    add_parameter_inputs,
+)
+
+__all__ = [
+    "AFF", "AvgPool2d", "Conv1d", "Conv2d", "Dwt1d", "Dwt2d", "Flatten", "Fno1dBlock",
+    "FourierFilter1d", "FourierMamba", "GraphConv", "HypergraphConv", "LayerNorm", "LIFCell",
+    "Linear", "LSTM", "Mamba", "MaxPool2d", "Module", "MseLoss", "MultiheadAttention", "Relu",
+    "Sequential", "Sigmoid", "SnnClassifier", "SpectralConv1d", "TransformerEncoderBlock",
+    "add_parameter_inputs",
+]

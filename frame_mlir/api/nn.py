@@ -1,0 +1,148 @@
+"""nn Modules for the Python API: the frame_mlir.nn modules behind the sheet's interface.
+
+An API Module wraps a `frame_mlir.nn.Module` (the same value-type tree the spec
+frontend builds with) and adds the sheet's conventions: parameters as
+`(name, shape list, DType)` tuples, `build` on API Graphs and Values, validation at
+build time rather than in the factory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from frame_mlir.api.graph import Graph, Value
+from frame_mlir.api.tensor import DType
+from frame_mlir.nn import module as core_nn
+from frame_mlir.nn.graph import Graph as IrGraph
+
+__all__ = ["Linear", "Module", "MseLoss", "Relu", "Sequential", "add_parameter_inputs",
+           "not_yet"]
+
+
+class Module:
+    """A build-time combinator with no numeric state (made by the factories)."""
+
+    __slots__ = ("_module", "_dtype", "_inputs", "_check")
+
+    def __init__(self, *args: object, **kwargs: object):
+        raise TypeError("Module has no public constructor; use a factory such as Linear")
+
+    @classmethod
+    def _make(cls, module: core_nn.Module, dtype: DType, inputs: int,
+              check: object = None) -> Module:
+        m = object.__new__(cls)
+        m._module, m._dtype, m._inputs, m._check = module, dtype, inputs, check
+        return m
+
+    @property
+    def name(self) -> str:
+        return self._module.name
+
+    def parameters(self) -> list[tuple[str, list[int], DType]]:
+        """Preorder (name, shape, dtype), names joined with "." from this module's name."""
+        return [(p.name, list(p.shape), self._dtype) for p in self._module.parameters()]
+
+    def build(self, graph: Graph, inputs: Sequence[Value],
+              params: Sequence[Value]) -> list[Value]:
+        """Emit this module's ops into `graph`; returns its output values."""
+        if not isinstance(graph, Graph):
+            raise TypeError("build: expected a Graph")
+        inputs, params = list(inputs), list(params)
+        if len(params) != len(self._module.parameters()):
+            raise ValueError(f"build: module '{self.name}' expects "
+                             f"{len(self._module.parameters())} parameter values, "
+                             f"found {len(params)}")
+        if len(inputs) != self._inputs:
+            raise ValueError(f"build: module '{self.name}' expects {self._inputs} inputs, "
+                             f"found {len(inputs)}")
+        values = [graph._own(v, "build") for v in (*inputs, *params)]
+        for v in values:
+            if v._dtype != DType.float32:
+                raise NotImplementedError(f"build: {v._dtype.name} modules are not "
+                                          "implemented yet")
+        if callable(self._check):
+            self._check(values)
+        ir = IrGraph(graph.name or "graph")
+        ir.block = graph._block  # build straight into the API graph's block
+        outs = self._module.build(ir, [v._ssa for v in values[:len(inputs)]],
+                                  [v._ssa for v in values[len(inputs):]])
+        dtype = values[0]._dtype if values else self._dtype
+        from frame_mlir.dialects import frame
+
+        return [graph._value(o, frame.static_shape(o) or (), dtype) for o in outs]
+
+    def __repr__(self) -> str:
+        return f"<Module {self.name}>"
+
+
+def _name(name: object) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"module name must be a str, found {type(name).__name__}")
+    return name
+
+
+def _int(v: object, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{what} must be an int, found {v!r}")
+    return v
+
+
+def Linear(name: str, batch: int, in_dim: int, out_dim: int, with_bias: bool,
+           dtype: DType) -> Module:
+    """x @ weight[in_dim, out_dim] (+ bias[batch, out_dim])."""
+    batch, in_dim, out_dim = (_int(v, w) for v, w in ((batch, "batch"), (in_dim, "in_dim"),
+                                                      (out_dim, "out_dim")))
+
+    def check(values: list[Value]) -> None:
+        x = values[0]
+        if x._shape != (batch, in_dim):
+            raise ValueError(f"Linear '{name}': input expected shape [{batch}, {in_dim}], "
+                             f"found {list(x._shape)}")
+
+    inner = core_nn.Linear(_name(name), batch, in_dim, out_dim, bool(with_bias))
+    return Module._make(inner, DType(dtype), 1, check)
+
+
+def Relu(name: str) -> Module:
+    """max(x, 0) elementwise."""
+    return Module._make(core_nn.Relu(_name(name)), DType.float32, 1)
+
+
+def MseLoss(name: str) -> Module:
+    """mean((pred - target)^2); inputs (pred, target), output rank 0."""
+    def check(values: list[Value]) -> None:
+        if values[0]._shape != values[1]._shape:
+            raise ValueError(f"MseLoss '{name}': prediction {list(values[0]._shape)} and "
+                             f"target {list(values[1]._shape)} must have the same shape")
+
+    return Module._make(core_nn.MseLoss(_name(name)), DType.float32, 2, check)
+
+
+def Sequential(name: str, children: Sequence[Module]) -> Module:
+    """Chain the children: the outputs of child i are the inputs of child i+1."""
+    kids = list(children)
+    for c in kids:
+        if not isinstance(c, Module):
+            raise TypeError("Sequential: children must be Modules")
+    dtype = kids[0]._dtype if kids else DType.float32
+    first = kids[0]._inputs if kids else 1
+    return Module._make(core_nn.Sequential(_name(name), [c._module for c in kids]), dtype,
+                        first)
+
+
+def add_parameter_inputs(graph: Graph, module: Module) -> list[Value]:
+    """One cpu graph input per entry of `module.parameters()`, in order."""
+    if not isinstance(module, Module):
+        raise TypeError("add_parameter_inputs: expected a Module")
+    return [graph.add_graph_input(shape, dtype, "cpu")
+            for _, shape, dtype in module.parameters()]
+
+
+def not_yet(name: str):  # noqa: ANN201 - returns a factory
+    """A factory of the sheet that this version does not implement yet."""
+    def factory(*args: object, **kwargs: object) -> Module:
+        raise NotImplementedError(f"frame.nn.{name} is not implemented yet in frame-mlir")
+
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = f"{name} (not implemented yet: raises NotImplementedError)."
+    return factory
