@@ -6,16 +6,28 @@ training, ONNX, and the nn and data symbols.
 
 from frame_mlir.api.graph import Executable, Graph, Node, Value, compile  # noqa: A004
 from frame_mlir.api.nn import (
+    Flatten,
     Linear,
     Module,
     MseLoss,
     Relu,
     Sequential,
+    Sigmoid,
     add_parameter_inputs,
     not_yet,
 )
 from frame_mlir.api.onnx_weights import load_onnx_weights, save_onnx_weights
-from frame_mlir.api.ops import add, constant, matmul, mse_loss, mul, relu, square, sum  # noqa: A004
+from frame_mlir.api.ops import (  # noqa: A004
+    add,
+    constant,
+    heaviside_surrogate,
+    matmul,
+    mse_loss,
+    mul,
+    relu,
+    square,
+    sum,
+)
 from frame_mlir.api.tensor import Device, DType, Shape, Tensor, from_numpy
 from frame_mlir.api.training import build_backward_graph, build_sgd_update_graph
 from frame_mlir.data import DataLoader, DataLoaderOptions, TensorDataset
@@ -30,12 +42,9 @@ def _op_not_yet(name: str):  # noqa: ANN202
 
 
 selective_scan = _op_not_yet("selective_scan")
-heaviside_surrogate = _op_not_yet("heaviside_surrogate")
 scatter_add = _op_not_yet("scatter_add")
 
 # The sheet's factories that this version does not implement yet.
-Sigmoid = not_yet("Sigmoid")
-Flatten = not_yet("Flatten")
 Conv1d = not_yet("Conv1d")
 Conv2d = not_yet("Conv2d")
 MaxPool2d = not_yet("MaxPool2d")

@@ -15,8 +15,8 @@ from frame_mlir.api.tensor import DType
 from frame_mlir.nn import module as core_nn
 from frame_mlir.nn.graph import Graph as IrGraph
 
-__all__ = ["Linear", "Module", "MseLoss", "Relu", "Sequential", "add_parameter_inputs",
-           "not_yet"]
+__all__ = ["Flatten", "Linear", "Module", "MseLoss", "Relu", "Sequential", "Sigmoid",
+           "add_parameter_inputs", "not_yet"]
 
 
 class Module:
@@ -106,6 +106,16 @@ def Linear(name: str, batch: int, in_dim: int, out_dim: int, with_bias: bool,
 def Relu(name: str) -> Module:
     """max(x, 0) elementwise."""
     return Module._make(core_nn.Relu(_name(name)), DType.float32, 1)
+
+
+def Sigmoid(name: str) -> Module:
+    """1 / (1 + exp(-x)) elementwise."""
+    return Module._make(core_nn.Sigmoid(_name(name)), DType.float32, 1)
+
+
+def Flatten(name: str) -> Module:
+    """[N, d1, d2, ...] -> [N, d1 * d2 * ...]."""
+    return Module._make(core_nn.Flatten(_name(name)), DType.float32, 1)
 
 
 def MseLoss(name: str) -> Module:

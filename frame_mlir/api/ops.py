@@ -16,7 +16,8 @@ from frame_mlir.api.graph import COMPUTE_DTYPES, Graph, Value, _dims, _dtype
 from frame_mlir.api.tensor import DType, check_backend
 from frame_mlir.dialects import frame
 
-__all__ = ["add", "constant", "matmul", "mse_loss", "mul", "relu", "square", "sum"]
+__all__ = ["add", "constant", "heaviside_surrogate", "matmul", "mse_loss", "mul", "relu",
+           "square", "sum"]
 
 
 def _graph(graph: object, what: str) -> Graph:
@@ -142,3 +143,14 @@ def constant(graph: Graph, values: Sequence[float], shape: Sequence[int], dtype:
     else:
         arr = np.array(vals, dtype=np.float64).astype(np.float32)
     return g._constant(arr.reshape(dims), dims, dtype, backend)
+
+
+def heaviside_surrogate(graph: Graph, x: Value, alpha: float) -> Value:
+    """1 where x >= 0 (-0.0 included), else 0; gradient dy*alpha*s*(1-s), s = sigmoid(alpha*x)."""
+    v = _graph(graph, "heaviside_surrogate")._own(x, "heaviside_surrogate")
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float):
+        raise TypeError("heaviside_surrogate: alpha must be a float")
+    if not (math.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"heaviside_surrogate: alpha must be finite and > 0, found {alpha}")
+    _float(v, "heaviside_surrogate")
+    return graph._emit(frame.HeavisideSurrogateOp(v._ssa, float(alpha)), v._dtype)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from math import prod
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -239,6 +240,79 @@ class NegOp(UnaryOp):
     """-x elementwise. ``%y = frame.neg %x : (tensor<8x1xf32>) -> tensor<8x1xf32>``"""
 
     name = "frame.neg"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    """1 / (1 + exp(-x)) elementwise. ``%y = frame.sigmoid %x : (tensor<4xf32>) -> tensor<4xf32>``"""
+
+    name = "frame.sigmoid"
+
+
+@irdl_op_definition
+class HeavisideSurrogateOp(UnaryOp):
+    """Spike function: 1 where x >= 0 (-0.0 included), else 0. Its gradient is the
+    surrogate dy * alpha * s * (1 - s), s = sigmoid(alpha * x) (frame.heaviside_surrogate_grad).
+
+    ``%s = frame.heaviside_surrogate %x {alpha = 2.0 : f32} : (tensor<5xf32>) -> tensor<5xf32>``
+    """
+
+    name = "frame.heaviside_surrogate"
+    alpha = prop_def(FloatAttr)
+
+    def __init__(self, input: SSAValue | Operation, alpha: float):
+        super().__init__(input, None, {"alpha": FloatAttr(alpha, f32)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        a = self.alpha.value.data
+        if not (a > 0 and a != float("inf")):
+            raise VerifyException(f"frame.heaviside_surrogate: alpha expected finite and > 0, "
+                                  f"found {a}")
+
+
+@irdl_op_definition
+class HeavisideSurrogateGradOp(BinaryOp):
+    """The surrogate gradient of frame.heaviside_surrogate: dy * alpha * s * (1 - s),
+    s = sigmoid(alpha * x).
+
+    ``%dx = frame.heaviside_surrogate_grad %x, %dy {alpha = 2.0 : f32} : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>``
+    """
+
+    name = "frame.heaviside_surrogate_grad"
+    alpha = prop_def(FloatAttr)
+
+    def __init__(self, x: SSAValue | Operation, dy: SSAValue | Operation, alpha: float):
+        super().__init__(x, dy, properties={"alpha": FloatAttr(alpha, f32)})
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        return same_shape_rule(shapes)
+
+
+@irdl_op_definition
+class ReshapeOp(UnaryOp):
+    """Row-major reshape to the declared result type (same element count).
+
+    ``%y = frame.reshape %x : (tensor<2x3x4xf32>) -> tensor<2x12xf32>``
+    """
+
+    name = "frame.reshape"
+
+    def __init__(self, input: SSAValue | Operation, result_type: Attribute):
+        super().__init__(input, result_type)
+
+    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+        # The target shape is the declared result type: it is not inferred.
+        (s,) = shapes
+        target = static_shape(self.result)
+        if target is None:
+            raise ShapeError("frame.reshape: the result type must be static (it is the "
+                             "target shape)")
+        if prod(s) != prod(target):
+            raise ShapeError(f"frame.reshape: element count expected {prod(s)} (of "
+                             f"{_fmt(s)}), found {prod(target)} (of {_fmt(target)})")
+        return target
 
 
 @irdl_op_definition
@@ -552,6 +626,10 @@ Frame = Dialect(
         MulOp,
         NegOp,
         ScaleOp,
+        SigmoidOp,
+        HeavisideSurrogateOp,
+        HeavisideSurrogateGradOp,
+        ReshapeOp,
         ReluOp,
         ReluGradOp,
         TransposeOp,

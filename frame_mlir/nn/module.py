@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from math import prod
 
 from xdsl.dialects import builtin
 from xdsl.ir import SSAValue
@@ -24,8 +25,8 @@ from frame_mlir.nn.graph import Graph
 from frame_mlir.nn.init import InitSpec, Inline, UniformSeeded
 
 __all__ = [
-    "BuildFn", "Inline", "InitSpec", "Linear", "Module", "MseLoss", "ParamSpec", "Relu",
-    "Sequential", "UniformSeeded", "add_parameter_inputs",
+    "BuildFn", "Flatten", "Inline", "InitSpec", "Linear", "Module", "MseLoss", "ParamSpec",
+    "Relu", "Sequential", "Sigmoid", "UniformSeeded", "add_parameter_inputs",
 ]
 
 
@@ -131,6 +132,26 @@ def Relu(name: str) -> Module:
     """max(x, 0) elementwise."""
     def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
         return [g.emit(frame.ReluOp(inputs[0]))]
+
+    return Module(name, (), (), build)
+
+
+def Sigmoid(name: str) -> Module:
+    """1 / (1 + exp(-x)) elementwise."""
+    def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
+        return [g.emit(frame.SigmoidOp(inputs[0]))]
+
+    return Module(name, (), (), build)
+
+
+def Flatten(name: str) -> Module:
+    """[N, d1, d2, ...] -> [N, d1 * d2 * ...] (row-major reshape)."""
+    def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
+        shape = frame.static_shape(inputs[0])
+        if shape is None or len(shape) < 1:
+            raise ValueError(f"Flatten '{name}': expected an input of rank >= 1")
+        flat = (shape[0], prod(shape[1:]))
+        return [g.emit(frame.ReshapeOp(inputs[0], frame.tensor_type(flat)))]
 
     return Module(name, (), (), build)
 

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import AffineMapAttr, TensorType, f32
 from xdsl.dialects.linalg import attrs as linalg_attrs
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -232,7 +233,63 @@ def _sgd_update(lw: Lowerer, op: Operation) -> SSAValue:
     return lw.elementwise([op.rhs], _result_type(op), body, init=op.lhs)
 
 
+def _sigmoid_of(b: Builder, x: SSAValue) -> SSAValue:
+    """1 / (1 + exp(-x)), the form PyTorch's CPU kernel uses."""
+    e = b.insert(math.ExpOp(b.insert(arith.NegfOp(x)).result)).result
+    one = _f32(b, 1.0)
+    return b.insert(arith.DivfOp(one, b.insert(arith.AddfOp(one, e)).result)).result
+
+
+def _sigmoid(lw: Lowerer, op: Operation) -> SSAValue:
+    return lw.elementwise(op.operands, _result_type(op), lambda b, a: _sigmoid_of(b, a[0]))
+
+
+def _heaviside(lw: Lowerer, op: Operation) -> SSAValue:
+    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        # Ordered >=: -0.0 >= 0 holds, NaN gives 0.
+        fire = b.insert(arith.CmpfOp(a[0], _f32(b, 0.0), "oge")).result
+        return b.insert(arith.SelectOp(fire, _f32(b, 1.0), _f32(b, 0.0))).result
+    return lw.elementwise(op.operands, _result_type(op), body)
+
+
+def _heaviside_grad(lw: Lowerer, op: Operation) -> SSAValue:
+    assert isinstance(op, frame.HeavisideSurrogateGradOp)
+    alpha = op.alpha.value.data
+
+    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        al = _f32(b, alpha)
+        sig = _sigmoid_of(b, b.insert(arith.MulfOp(al, a[0])).result)
+        one_minus = b.insert(arith.SubfOp(_f32(b, 1.0), sig)).result
+        slope = b.insert(arith.MulfOp(b.insert(arith.MulfOp(al, sig)).result, one_minus))
+        return b.insert(arith.MulfOp(a[1], slope.result)).result
+    return lw.elementwise(op.operands, _result_type(op), body)
+
+
+def _reshape(lw: Lowerer, op: Operation) -> SSAValue:
+    """Copy over the input's iteration space; the output index is the row-major
+    delinearisation of the input's linear index (affine floordiv / mod)."""
+    src = frame.static_shape(op.operands[0]) or ()
+    typ = _result_type(op)
+    dst = tuple(typ.get_shape())
+    rank = len(src)
+    linear: AffineExpr = AffineExpr.constant(0)
+    for d, size in enumerate(src):
+        linear = linear * size + AffineExpr.dimension(d)
+    results = []
+    stride = prod(dst)
+    for size in dst:
+        stride //= size
+        results.append((linear // stride) % size)
+    out_map = AffineMapAttr(AffineMap(rank, 0, tuple(results)))
+    return lw.generic(op.operands, lw.empty(typ), [identity_map(rank), out_map],
+                      [PAR] * rank, lambda b, a: a[0])
+
+
 LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
+    frame.SigmoidOp: _sigmoid,
+    frame.HeavisideSurrogateOp: _heaviside,
+    frame.HeavisideSurrogateGradOp: _heaviside_grad,
+    frame.ReshapeOp: _reshape,
     frame.AddOp: _binary(arith.AddfOp),
     frame.SubOp: _binary(arith.SubfOp),
     frame.MulOp: _binary(arith.MulfOp),

@@ -26,9 +26,11 @@ from xdsl.passes import ModulePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 from xdsl.transforms.convert_linalg_to_loops import ConvertLinalgToLoopsPass
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+from xdsl.transforms.lower_affine import LowerAffinePass
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException
 
 from frame_mlir.dialects.frame import Frame
+from frame_mlir.passes.arith_expand import ArithExpand
 from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
 from frame_mlir.passes.frame_autodiff import FrameAutodiff
 from frame_mlir.passes.frame_bufferize import FrameBufferize
@@ -72,7 +74,8 @@ def stages(lr: float | None) -> list[Stage]:
               "SGD fused into the train step"),
         Stage("linalg", (ConvertFrameToLinalg(),), "linalg on tensors"),
         Stage("bufferized", (FrameBufferize(),), "memrefs over a static arena"),
-        Stage("loops", (FrameOutlineKernels(), FrameTileMatmul(), ConvertLinalgToLoopsPass()),
+        Stage("loops", (FrameOutlineKernels(), FrameTileMatmul(), ConvertLinalgToLoopsPass(),
+                        LowerAffinePass(), ArithExpand()),
               "scf loops, one kernel function per linalg op"),
         Stage("llvm", tuple(LOOPS_TO_LLVM), "llvm dialect"),
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xdsl.passes import ModulePass
 
+from frame_mlir.passes.arith_expand import ArithExpand
 from frame_mlir.passes.convert_arith_to_llvm import ConvertArithToLLVMPass
 from frame_mlir.passes.convert_cf_to_llvm import ConvertCfToLLVMPass
 from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
@@ -18,6 +19,7 @@ from frame_mlir.passes.frame_shape_inference import FrameShapeInference
 from frame_mlir.passes.frame_tile_matmul import FrameTileMatmul
 
 ALL_PASSES: list[type[ModulePass]] = [
+    ArithExpand,
     FrameShapeInference,
     FrameAutodiff,
     FrameSgdFuse,

@@ -95,7 +95,27 @@ def _mse_loss(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) 
     return [dp if need[0] else None, emit(frame.NegOp(dp)) if need[1] else None]
 
 
+def _sigmoid(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.SigmoidOp)
+    s = op.result  # d sigmoid = s * (1 - s)
+    one = emit(frame.ConstantOp(1.0, frame.static_shape(s) or ()))
+    return [emit(frame.MulOp(dc, emit(frame.MulOp(s, emit(frame.SubOp(one, s))))))]
+
+
+def _heaviside(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.HeavisideSurrogateOp)
+    return [emit(frame.HeavisideSurrogateGradOp(op.input, dc, op.alpha.value.data))]
+
+
+def _reshape(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.ReshapeOp)
+    return [emit(frame.ReshapeOp(dc, op.input.type))]
+
+
 VJP_RULES: dict[type[Operation], VjpRule] = {
+    frame.SigmoidOp: _sigmoid,
+    frame.HeavisideSurrogateOp: _heaviside,
+    frame.ReshapeOp: _reshape,
     frame.MatmulOp: _matmul,
     frame.AddOp: _add,
     frame.SubOp: _sub,

@@ -142,7 +142,55 @@ def _unary_cases() -> list[OpCase]:
                             lambda g, v, s=shape: g.emit(
                                 frame.BroadcastOp(v[0], frame.tensor_type(s))),
                             lambda t, a, s=shape: a.expand(s), (True,)))
+    # Sum over chosen axes (dims dropped) and its adjoint, broadcast along axes.
+    for shape, axes in (((2, 3, 4), (1,)), ((3, 5), (0,)), ((2, 3, 4), (0, 2))):
+        cases.append(OpCase("sum", _sym("sum_axes", "_".join(map(str, axes)), shape),
+                            (shape,), lambda g, v, a=axes: g.emit(frame.SumOp(v[0], list(a))),
+                            lambda t, x, a=axes: x.sum(dim=a), (True,)))
+    for shape, axes in (((3, 4), (1,)), ((2, 3, 4), (0, 2)), ((1, 5), (0,))):
+        src = tuple(d for i, d in enumerate(shape) if i not in axes)
+        cases.append(OpCase("broadcast", _sym("broadcast_axes", "_".join(map(str, axes)),
+                                              shape), (src,),
+                            lambda g, v, s=shape, a=axes: g.emit(
+                                frame.BroadcastOp(v[0], frame.tensor_type(s), list(a))),
+                            lambda t, x, s=shape, a=axes: _unsqueeze(x, a).expand(s),
+                            (True,)))
+    for shape in ((3, 4), (1, 5), (2, 3, 2)):
+        cases.append(OpCase("sigmoid", _sym("sigmoid", shape), (shape,),
+                            lambda g, v: g.emit(frame.SigmoidOp(v[0])),
+                            lambda t, a: t.sigmoid(a), (True,)))
+    for src, dst in (((2, 3, 4), (4, 6)), ((6, 1), (2, 3)), ((2, 6), (12,))):
+        cases.append(OpCase("reshape", _sym("reshape", src, "to", dst), (src,),
+                            lambda g, v, d=dst: g.emit(
+                                frame.ReshapeOp(v[0], frame.tensor_type(d))),
+                            lambda t, a, d=dst: a.reshape(d), (True,)))
     return cases
+
+
+def _unsqueeze(x: Any, axes: Sequence[int]) -> Any:
+    for a in sorted(axes):
+        x = x.unsqueeze(a)
+    return x
+
+
+def _heaviside_ref(alpha: float) -> TorchRef:
+    """Forward: x >= 0 (so -0.0 fires); backward: the sigmoid surrogate (the sheet's
+    definition), written here from scratch as a torch.autograd.Function."""
+    def ref(t: Any, x: Any) -> Any:
+        class Spike(t.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, v: Any) -> Any:
+                ctx.save_for_backward(v)
+                return (v >= 0).to(v.dtype)
+
+            @staticmethod
+            def backward(ctx: Any, gy: Any) -> Any:
+                (v,) = ctx.saved_tensors
+                sig = t.sigmoid(alpha * v)
+                return gy * alpha * sig * (1 - sig)
+
+        return Spike.apply(x)
+    return ref
 
 
 def _matmul_cases() -> list[OpCase]:
@@ -208,6 +256,15 @@ def _forward_only_cases() -> list[OpCase]:
                             lambda g, v: g.emit(frame.SgdUpdateOp(v[0], v[1], 0.05)),
                             lambda t, p, gr: p - t.tensor(np.float32(0.05), dtype=p.dtype) * gr,
                             (False, False)))
+    for s, alpha in (((3, 4), 2.0), ((1, 5), 0.5), ((6, 1), 10.0)):
+        cases.append(OpCase("heaviside_surrogate", _sym("heaviside", s), (s,),
+                            lambda g, v, a=alpha: g.emit(frame.HeavisideSurrogateOp(v[0], a)),
+                            _heaviside_ref(alpha), (True,), away_from_zero=True))
+        cases.append(OpCase("heaviside_surrogate_grad", _sym("heaviside_grad", s), (s, s),
+                            lambda g, v, a=alpha: g.emit(
+                                frame.HeavisideSurrogateGradOp(v[0], v[1], a)),
+                            lambda t, x, gy, a=alpha: gy * a * t.sigmoid(a * x)
+                            * (1 - t.sigmoid(a * x)), (False, False)))
     for s, value in (((3, 4), 1.5), ((1, 1), -0.25), ((2, 5), 0.0)):
         cases.append(OpCase("constant", _sym("constant", s), (s,),
                             lambda g, v, s=s, c=value: g.emit(
