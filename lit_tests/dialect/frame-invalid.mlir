@@ -282,3 +282,27 @@ func.func @constant_unranked() {
   func.return
 }
 // CHECK:      frame.constant: expected a static tensor type, found tensor<*xf32>
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x3xf32>) {
+  %0 = frame.reshape %x : (tensor<2x3xf32>) -> tensor<4x2xf32>
+  func.return
+}
+// CHECK: frame.reshape: element count expected 6 (of [2, 3]), found 8 (of [4, 2])
+
+// -----
+
+func.func @heaviside_alpha(%x: tensor<2xf32>) {
+  %0 = frame.heaviside_surrogate %x {alpha = 0.000000e+00 : f32} : (tensor<2xf32>) -> tensor<2xf32>
+  func.return
+}
+// CHECK: frame.heaviside_surrogate: alpha expected finite and > 0, found 0.0
+
+// -----
+
+func.func @sum_axis_range(%x: tensor<2x3xf32>) {
+  %0 = frame.sum %x {axes = array<i64: 2>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return
+}
+// CHECK: frame.sum: axis 2 is out of range (expected 0 <= axis < 2)

@@ -78,3 +78,25 @@ func.func @unranked(%a: tensor<4x8xf32>, %u: tensor<*xf32>) -> tensor<*xf32> {
 // CHECK-NEXT:  %[[S:.*]] = frame.add %[[R]], %[[A]] : (tensor<*xf32>, tensor<4x8xf32>) -> tensor<*xf32>
 // CHECK-NEXT:  %[[M:.*]] = frame.matmul %[[A]], %[[S]] {transpose_lhs} : (tensor<4x8xf32>, tensor<*xf32>) -> tensor<*xf32>
 // CHECK-NEXT:  func.return %[[M]] : tensor<*xf32>
+
+// The ops added for the Python API: sigmoid, reshape, the spike function and its
+// surrogate gradient, sums and broadcasts over chosen axes.
+func.func @api_ops(%x: tensor<2x3x4xf32>, %dy: tensor<2x3x4xf32>) -> tensor<2x12xf32> {
+  %sig = frame.sigmoid %x : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %spike = frame.heaviside_surrogate %x {alpha = 2.000000e+00 : f32} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %sg = frame.heaviside_surrogate_grad %x, %dy {alpha = 2.000000e+00 : f32} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %rows = frame.sum %x {axes = array<i64: 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3xf32>
+  %back = frame.broadcast %rows {axes = array<i64: 0, 2>} : (tensor<3xf32>) -> tensor<2x3x4xf32>
+  %flat = frame.reshape %sig : (tensor<2x3x4xf32>) -> tensor<2x12xf32>
+  func.return %flat : tensor<2x12xf32>
+}
+
+// CHECK-LABEL: func.func @api_ops(
+// CHECK:         %{{.*}} = frame.sigmoid %{{.*}} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+// CHECK-NEXT:    %{{.*}} = frame.heaviside_surrogate %{{.*}} {alpha = 2.000000e+00 : f32} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+// CHECK-NEXT:    %{{.*}} = frame.heaviside_surrogate_grad %{{.*}}, %{{.*}} {alpha = 2.000000e+00 : f32} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+// CHECK-NEXT:    %{{.*}} = frame.sum %{{.*}} {axes = array<i64: 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3xf32>
+// CHECK-NEXT:    %{{.*}} = frame.broadcast %{{.*}} {axes = array<i64: 0, 2>} : (tensor<3xf32>) -> tensor<2x3x4xf32>
+// CHECK-NEXT:    %{{.*}} = frame.reshape %{{.*}} : (tensor<2x3x4xf32>) -> tensor<2x12xf32>
+// GENERIC-LABEL: "func.func"() <{sym_name = "api_ops"
+// GENERIC:       "frame.reshape"
