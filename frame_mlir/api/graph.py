@@ -36,7 +36,7 @@ from frame_mlir.dialects import frame
 __all__ = ["Executable", "Graph", "Node", "Value", "compile"]
 
 #: dtypes whose arithmetic has compiled kernels today.
-COMPUTE_DTYPES = (DType.float32,)
+COMPUTE_DTYPES = (DType.float32, DType.float16)
 
 
 class Node:
@@ -131,12 +131,14 @@ class Graph:
     def _constant(self, values: np.ndarray, dims: tuple[int, ...], dtype: DType,
                   backend: str) -> Value:
         self._set_device(backend)
-        flat = np.ascontiguousarray(values.reshape(-1), dtype=np.float32) \
+        flat = np.ascontiguousarray(values.reshape(-1), dtype=STORAGE[dtype]) \
             if dtype in COMPUTE_DTYPES else None
         # A splat (bit-identical values) is a fill in compiled code.
-        if flat is not None and flat.size > 0 and np.all(flat.view(np.uint32) ==
-                                                         flat.view(np.uint32)[0]):
-            return self._emit(frame.ConstantOp(float(flat[0]), dims), dtype)
+        bits = flat.view(np.uint32 if dtype == DType.float32 else np.uint16) \
+            if flat is not None else None
+        if bits is not None and bits.size > 0 and np.all(bits == bits[0]):
+            return self._emit(frame.ConstantOp(float(flat[0]), result_type=_tensor_type(
+                dims, dtype)), dtype)
         arg = self._block.insert_arg(_tensor_type(dims, dtype), len(self._block.args))
         arg.name_hint = f"const{len(self._hidden)}"
         self._hidden[arg] = _Constant(_storage(values.reshape(dims), dtype), dtype)
@@ -287,7 +289,9 @@ class Executable:
         device = Device(self._backend, 0)
         for kind, ref in self._plan:
             if kind == "fn":
-                out.append(Tensor._own(np.array(results[ref]), DType.float32, device))
+                arr = np.array(results[ref])
+                dt = DType.float16 if arr.dtype == np.float16 else DType.float32
+                out.append(Tensor._own(arr, dt, device))
             elif kind == "const":
                 out.append(Tensor._own(ref.data.copy(), ref.dtype, device))
             else:
@@ -315,12 +319,12 @@ def _only_float(fn: func.FuncOp) -> func.FuncOp:
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)
     float_results = [v for v in ret.operands if isinstance(v.type, builtin.TensorType)
-                     and v.type.element_type == builtin.f32]
+                     and v.type.element_type in (builtin.f32, builtin.f16)]
     ret.detach()
     ret.erase()
     block.add_op(func.ReturnOp(*float_results))
     for arg in list(block.args):
-        if arg.type.element_type != builtin.f32:  # type: ignore[attr-defined]
+        if arg.type.element_type not in (builtin.f32, builtin.f16):  # type: ignore[attr-defined]
             assert not arg.uses
             block.erase_arg(arg)
     fn.function_type = func.FunctionType.from_lists([a.type for a in block.args],

@@ -4,8 +4,9 @@ Every frontend (spec v0 JSON, the nn Modules, later the network JSON, the
 `.kyn` DSL and the Python API) lowers into these ops, and every backend consumes
 IR derived from them by one shared pass pipeline.
 
-Types are builtin tensors of `f32`. A result may be written unranked
-(`tensor<*xf32>`) by a frontend or a hand-written test; `frame-shape-inference`
+Types are builtin tensors of `f32` or `f16` (half storage; kernels compute in f32 and
+round at op boundaries); an op's operands and result share one element type. A
+result may be written unranked (`tensor<*xf32>`) by a frontend or a hand-written test; `frame-shape-inference`
 replaces it with the static type computed by the op's shape rule. Once shapes
 are known, each op's verifier checks that its result type equals what the shape
 rule says, so a malformed graph is reported at the op that is wrong.
@@ -27,6 +28,7 @@ from math import prod
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
+    Float16Type,
     Float32Type,
     FloatAttr,
     TensorType,
@@ -61,9 +63,19 @@ class ShapeError(VerifyException):
     """A shape rule rejected its operands (the message says expected vs found)."""
 
 
-def tensor_type(shape: Sequence[int]) -> TensorType:
-    """The static f32 tensor type of ``shape``."""
-    return TensorType(f32, list(shape))
+#: Element types frame ops accept.
+FLOAT_TYPES = (Float32Type, Float16Type)
+
+
+def tensor_type(shape: Sequence[int], elem: Attribute = f32) -> TensorType:
+    """The static tensor type of ``shape`` (f32 unless ``elem`` says otherwise)."""
+    return TensorType(elem, list(shape))
+
+
+def element_type(value: SSAValue | Attribute) -> Attribute:
+    """The element type of a tensor value or type."""
+    typ = value.type if isinstance(value, SSAValue) else value
+    return typ.element_type  # type: ignore[attr-defined]
 
 
 def unranked() -> UnrankedTensorType:
@@ -107,33 +119,36 @@ class FrameOp(IRDLOperation):
 
     @classmethod
     def result_type_for(cls, operands: Sequence[SSAValue], **attrs: object) -> Attribute:
-        """Static result type for ``operands``, or ``tensor<*xf32>`` if any is unranked."""
+        """Static result type for ``operands`` (their element type), or unranked if any
+        operand is."""
+        elem = element_type(operands[0]) if operands else f32
         shapes = [static_shape(o) for o in operands]
         if any(s is None for s in shapes):
-            return unranked()
-        return tensor_type(cls.rule(shapes, **attrs))  # type: ignore[arg-type]
+            return UnrankedTensorType(elem)
+        return tensor_type(cls.rule(shapes, **attrs), elem)  # type: ignore[arg-type]
 
     def inferred_type(self) -> TensorType | None:
         """The result type the shape rule gives, or None while operands are unranked."""
         shapes = [static_shape(o) for o in self.operands]
         if any(s is None for s in shapes):
             return None
-        return tensor_type(self.infer_shape(shapes))  # type: ignore[arg-type]
+        elem = element_type(self.results[0])
+        return tensor_type(self.infer_shape(shapes), elem)  # type: ignore[arg-type]
 
     def verify_(self) -> None:
-        for i, operand in enumerate(self.operands):
-            typ = operand.type
-            elem = getattr(typ, "element_type", None)
-            if not isinstance(elem, Float32Type):
-                raise VerifyException(
-                    f"{self.name}: operand #{i} must be a tensor of f32, found {typ}"
-                )
         result = self.results[0]
         elem = getattr(result.type, "element_type", None)
-        if not isinstance(elem, Float32Type):
+        if not isinstance(elem, FLOAT_TYPES):
             raise VerifyException(
-                f"{self.name}: result must be a tensor of f32, found {result.type}"
+                f"{self.name}: result must be a tensor of f32 or f16, found {result.type}"
             )
+        for i, operand in enumerate(self.operands):
+            typ = operand.type
+            if getattr(typ, "element_type", None) != elem:
+                raise VerifyException(
+                    f"{self.name}: operand #{i} must be a tensor of {elem} (the result's "
+                    f"element type), found {typ}"
+                )
         try:
             expected = self.inferred_type()
         except ShapeError as err:

@@ -64,16 +64,24 @@ class Lowerer:
         return self.insert(tensor.EmptyOp([], typ)).results[0]
 
     def filled(self, typ: TensorType, value: float) -> SSAValue:
-        cst = self.insert(arith.ConstantOp(builtin.FloatAttr(value, f32))).results[0]
+        cst = self.insert(arith.ConstantOp(builtin.FloatAttr(value, typ.element_type))).results[0]
         fill = self.insert(linalg.FillOp([cst], [self.empty(typ)], [typ]))
         return fill.results[0]
 
     def generic(self, inputs: Sequence[SSAValue], init: SSAValue,
                 maps: Sequence[AffineMapAttr], iterators: Sequence[linalg_attrs.IteratorTypeAttr],
                 body: BodyFn) -> SSAValue:
-        block = Block(arg_types=[f32] * (len(inputs) + 1))
+        elems = [frame.element_type(v) for v in (*inputs, init)]
+        block = Block(arg_types=elems)
         b = Builder(InsertPoint.at_end(block))
-        b.insert(linalg.YieldOp(body(b, block.args)))
+        # Half-precision storage, f32 arithmetic: widen what is loaded, round what is
+        # stored (the rounding happens once per op, at its boundary).
+        args = [b.insert(arith.ExtFOp(a, f32)).result if a.type != f32 else a
+                for a in block.args]
+        result = body(b, args)
+        if elems[-1] != f32:
+            result = b.insert(arith.TruncFOp(result, elems[-1])).result
+        b.insert(linalg.YieldOp(result))
         # `doc` records which frame op this kernel implements, for kernel names
         # and comments in later stages.
         op = linalg.GenericOp(list(inputs), [init], Region(block), list(maps),
@@ -141,7 +149,7 @@ def _mac(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
 def _matmul(lw: Lowerer, op: Operation) -> SSAValue:
     assert isinstance(op, frame.MatmulOp)
     ta, tb = op.transpose_lhs is not None, op.transpose_rhs is not None
-    init = lw.filled(_result_type(op), 0.0)
+    init = lw.filled(_accumulator_type(_result_type(op)), 0.0)
     if not ta and not tb:  # (i, k, j): C[i,j] += A[i,k] * B[k,j]
         maps, its = [dims_map(3, [0, 1]), dims_map(3, [1, 2]), dims_map(3, [0, 2])], [PAR, RED, PAR]
     elif ta and not tb:  # (i, k, j): C[i,j] += A[k,i] * B[k,j]; row i of C stays hot
@@ -150,7 +158,19 @@ def _matmul(lw: Lowerer, op: Operation) -> SSAValue:
         maps, its = [dims_map(3, [0, 2]), dims_map(3, [1, 2]), dims_map(3, [0, 1])], [PAR, PAR, RED]
     else:  # (i, j, k): C[i,j] += A[k,i] * B[j,k]
         maps, its = [dims_map(3, [2, 0]), dims_map(3, [1, 2]), dims_map(3, [0, 1])], [PAR, PAR, RED]
-    return lw.generic([op.lhs, op.rhs], init, maps, its, _mac)
+    return _round_to(lw, lw.generic([op.lhs, op.rhs], init, maps, its, _mac), _result_type(op))
+
+
+def _accumulator_type(typ: TensorType) -> TensorType:
+    """Reductions accumulate in f32 whatever the storage type."""
+    return TensorType(f32, typ.get_shape())
+
+
+def _round_to(lw: Lowerer, value: SSAValue, typ: TensorType) -> SSAValue:
+    """`value` (an f32 accumulator) stored as `typ`: a rounding pass when they differ."""
+    if value.type == typ:
+        return value
+    return lw.elementwise([value], typ, lambda b, a: a[0])
 
 
 def _transpose(lw: Lowerer, op: Operation) -> SSAValue:
@@ -163,7 +183,7 @@ def _sum_into(lw: Lowerer, inputs: Sequence[SSAValue], body: BodyFn) -> SSAValue
     shape = frame.static_shape(inputs[0])
     assert shape is not None
     rank = len(shape)
-    init = lw.filled(frame.tensor_type(()), 0.0)
+    init = lw.filled(frame.tensor_type(()), 0.0)  # f32 accumulator for any input type
     return lw.generic(inputs, init, [identity_map(rank)] * len(inputs) + [dims_map(rank, [])],
                       [RED] * rank, body)
 
@@ -173,10 +193,11 @@ def _sum(lw: Lowerer, op: Operation) -> SSAValue:
     rank = len(frame.static_shape(op.input) or ())
     axes = op.reduced_axes(rank)
     kept = [d for d in range(rank) if d not in axes]
-    init = lw.filled(_result_type(op), 0.0)
-    return lw.generic([op.input], init, [identity_map(rank), dims_map(rank, kept)],
-                      [RED if d in axes else PAR for d in range(rank)],
-                      lambda b, a: b.insert(arith.AddfOp(a[1], a[0])).result)
+    init = lw.filled(_accumulator_type(_result_type(op)), 0.0)
+    total = lw.generic([op.input], init, [identity_map(rank), dims_map(rank, kept)],
+                       [RED if d in axes else PAR for d in range(rank)],
+                       lambda b, a: b.insert(arith.AddfOp(a[1], a[0])).result)
+    return _round_to(lw, total, _result_type(op))
 
 
 def _broadcast(lw: Lowerer, op: Operation) -> SSAValue:

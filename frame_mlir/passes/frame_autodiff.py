@@ -109,7 +109,7 @@ class FrameAutodiff(ModulePass):
         if loss in active:
             if isinstance(layer := loss.owner.attributes.get(LAYER), builtin.StringAttr):
                 provenance[LAYER] = layer
-            adjoint[loss] = emit(frame.ConstantOp(1.0, loss_shape))
+            adjoint[loss] = emit(frame.ConstantOp(1.0, result_type=loss.type))
         for o in reversed(forward_ops):
             if not o.results or o.results[0] not in adjoint:
                 continue
@@ -137,7 +137,7 @@ class FrameAutodiff(ModulePass):
             provenance[LAYER] = grad_fn.arg_attrs.data[i].data["frame.param"]  # type: ignore
             g = adjoint.get(p)
             if g is None:  # a parameter the loss does not depend on
-                g = emit(frame.ConstantOp(0.0, frame.static_shape(p) or ()))
+                g = emit(frame.ConstantOp(0.0, result_type=p.type))
             outputs.append(g)
         Rewriter.replace_op(ret, func.ReturnOp(*outputs))
         update_function_type(grad_fn)

@@ -47,7 +47,7 @@ def _memref_type(t: TensorType) -> MemRefType:
 
 
 def _nbytes(t: TensorType) -> int:
-    return 4 * prod(t.get_shape())  # f32
+    return t.element_type.bitwidth // 8 * prod(t.get_shape())  # type: ignore[attr-defined]
 
 
 def _outs(op: Operation) -> list[SSAValue]:

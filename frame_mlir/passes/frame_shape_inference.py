@@ -20,7 +20,13 @@ from xdsl.dialects import builtin, func
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from frame_mlir.dialects.frame import FrameOp, ShapeError, static_shape, tensor_type
+from frame_mlir.dialects.frame import (
+    FrameOp,
+    ShapeError,
+    element_type,
+    static_shape,
+    tensor_type,
+)
 from frame_mlir.passes.common import fail, update_function_type
 
 
@@ -41,7 +47,8 @@ class FrameShapeInference(ModulePass):
                 if any(s is None for s in shapes):
                     raise fail(self.name, inner, "an operand has no static shape")
                 try:
-                    inferred = tensor_type(inner.infer_shape(shapes))  # type: ignore[arg-type]
+                    inferred = tensor_type(inner.infer_shape(shapes),  # type: ignore[arg-type]
+                                           element_type(inner.results[0]))
                 except ShapeError as err:
                     raise fail(self.name, inner, str(err)) from None
                 result = inner.results[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import AffineMapAttr, TensorType, f32
+from xdsl.dialects.builtin import AffineMapAttr, TensorType
 from xdsl.dialects.linalg import attrs as linalg_attrs
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Region, SSAValue
@@ -27,7 +27,8 @@ def copy_generic(src: SSAValue, dst: SSAValue) -> linalg.GenericOp:
     """An identity linalg.generic copying `src` into `dst` (same static shape);
     on tensors it returns the new value, on memrefs it writes `dst`."""
     rank = len(src.type.get_shape())  # type: ignore[attr-defined]
-    block = Block(arg_types=[f32, f32])
+    elem = src.type.element_type  # type: ignore[attr-defined]
+    block = Block(arg_types=[elem, elem])
     block.add_op(linalg.YieldOp(block.args[0]))
     res = [dst.type] if isinstance(dst.type, TensorType) else []
     return linalg.GenericOp([src], [dst], Region(block), [identity_map(rank)] * 2,

@@ -98,7 +98,7 @@ def _mse_loss(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) 
 def _sigmoid(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
     assert isinstance(op, frame.SigmoidOp)
     s = op.result  # d sigmoid = s * (1 - s)
-    one = emit(frame.ConstantOp(1.0, frame.static_shape(s) or ()))
+    one = emit(frame.ConstantOp(1.0, result_type=s.type))
     return [emit(frame.MulOp(dc, emit(frame.MulOp(s, emit(frame.SubOp(one, s))))))]
 
 

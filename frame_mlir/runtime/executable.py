@@ -34,10 +34,11 @@ class ArgInfo:
     kind: str  # "input" | "param" | "output" | "arena"
     shape: tuple[int, ...]
     result_index: int | None = None  # for outputs, and for params updated in place
+    dtype: np.dtype = np.dtype(np.float32)  # host storage dtype (uint8 for the arena)
 
     @property
     def nbytes(self) -> int:
-        return (1 if self.kind == "arena" else 4) * prod(self.shape)
+        return self.dtype.itemsize * prod(self.shape)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,14 @@ class FunctionSignature:
 
     def of_kind(self, *kinds: str) -> list[ArgInfo]:
         return [a for a in self.args if a.kind in kinds]
+
+
+#: Host storage of each memref element type a compiled function may take.
+_HOST_DTYPES: dict[type, np.dtype] = {
+    builtin.Float32Type: np.dtype(np.float32),
+    builtin.Float16Type: np.dtype(np.float16),
+    builtin.IntegerType: np.dtype(np.uint8),  # the i8 arena
+}
 
 
 def signatures(module: ModuleOp) -> dict[str, FunctionSignature]:
@@ -66,22 +75,23 @@ def signatures(module: ModuleOp) -> dict[str, FunctionSignature]:
                 raise ValueError(f"@{fn.sym_name.data}: argument #{i} is not a memref; "
                                  "signatures are read after bufferization")
             shape = tuple(arg.type.get_shape())
+            dtype = _HOST_DTYPES[type(arg.type.element_type)]
             entries = d.data if d is not None else {}
             name = arg.name_hint or f"arg{i}"
             alias = entries.get("frame.aliasing_output")
             alias_idx = alias.value.data if isinstance(alias, builtin.IntegerAttr) else None
             if "frame.arena" in entries:
-                args.append(ArgInfo("arena", "arena", shape))
+                args.append(ArgInfo("arena", "arena", shape, dtype=dtype))
             elif "frame.output" in entries:
                 r = entries["frame.output"]
                 assert isinstance(r, builtin.IntegerAttr)
-                args.append(ArgInfo(name, "output", shape, r.value.data))
+                args.append(ArgInfo(name, "output", shape, r.value.data, dtype))
             elif "frame.param" in entries:
                 p = entries["frame.param"]
                 assert isinstance(p, builtin.StringAttr)
-                args.append(ArgInfo(p.data, "param", shape, alias_idx))
+                args.append(ArgInfo(p.data, "param", shape, alias_idx, dtype))
             else:
-                args.append(ArgInfo(name, "input", shape))
+                args.append(ArgInfo(name, "input", shape, dtype=dtype))
         size = fn.attributes.get("frame.arena_size")
         arena = size.value.data if isinstance(size, builtin.IntegerAttr) else 0
         out[fn.sym_name.data] = FunctionSignature(fn.sym_name.data, tuple(args), arena)
@@ -129,14 +139,14 @@ class Executable:
             if a.kind == "arena":
                 buf = self._arena
             elif a.kind == "output":
-                buf = np.zeros(a.shape, dtype=np.float32)
+                buf = np.zeros(a.shape, dtype=a.dtype)
                 results[a.result_index or 0] = buf
             else:
                 given = np.asarray(next(it))
                 if given.shape != a.shape:
                     raise ValueError(f"@{name}: input '{a.name}' expected shape "
                                      f"{list(a.shape)}, found {list(given.shape)}")
-                buf = np.array(given, dtype=np.float32, order="C", copy=True)
+                buf = np.array(given, dtype=a.dtype, order="C", copy=True)
                 if a.result_index is not None:
                     results[a.result_index] = buf
             keep.append(buf)

@@ -128,7 +128,7 @@ func.func @operand_f64(%a: tensor<4xf64>, %b: tensor<4xf32>) {
   %0 = frame.add %a, %b : (tensor<4xf64>, tensor<4xf32>) -> tensor<4xf32>
   func.return
 }
-// CHECK:      frame.add: operand #0 must be a tensor of f32, found tensor<4xf64>
+// CHECK:      frame.add: operand #0 must be a tensor of f32 (the result's element type), found tensor<4xf64>
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "operand_f64"
 
@@ -138,17 +138,18 @@ func.func @operand_i32(%a: tensor<4xf32>, %b: tensor<4xi32>) {
   %0 = frame.relu_grad %a, %b : (tensor<4xf32>, tensor<4xi32>) -> tensor<4xf32>
   func.return
 }
-// CHECK:      frame.relu_grad: operand #1 must be a tensor of f32, found tensor<4xi32>
+// CHECK:      frame.relu_grad: operand #1 must be a tensor of f32 (the result's element type), found tensor<4xi32>
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "operand_i32"
 
 // -----
 
+// f16 is a frame element type, but operands and result share one.
 func.func @result_f16(%a: tensor<4xf32>) {
   %0 = frame.neg %a : (tensor<4xf32>) -> tensor<4xf16>
   func.return
 }
-// CHECK:      frame.neg: result must be a tensor of f32, found tensor<4xf16>
+// CHECK:      frame.neg: operand #0 must be a tensor of f16 (the result's element type), found tensor<4xf32>
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "result_f16"
 
@@ -158,7 +159,7 @@ func.func @constant_f64() {
   %0 = frame.constant 1.0 : tensor<2xf64>
   func.return
 }
-// CHECK:      frame.constant: result must be a tensor of f32, found tensor<2xf64>
+// CHECK:      frame.constant: result must be a tensor of f32 or f16, found tensor<2xf64>
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "constant_f64"
 

@@ -1,0 +1,84 @@
+"""float16 end to end: half storage, f32 arithmetic, rounding at op boundaries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import frame
+
+F16, F32 = frame.DType.float16, frame.DType.float32
+RTOL, ATOL = 1e-2, 1e-3  # the sheet's float16 tolerances
+
+
+def _ref_round(x: np.ndarray) -> np.ndarray:
+    """numpy reference: compute in float32, round once to float16."""
+    return np.asarray(x, dtype=np.float32).astype(np.float16)
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "relu", "square", "matmul", "sum", "mse_loss"])
+def test_fp16_ops_match_numpy(op: str) -> None:
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 4)).astype(np.float16)
+    b = rng.standard_normal((3, 4) if op != "matmul" else (4, 2)).astype(np.float16)
+    g = frame.Graph(op)
+    x = g.add_graph_input(list(a.shape), F16)
+    y = g.add_graph_input(list(b.shape), F16)
+    fns = {
+        "add": (lambda: frame.add(g, x, y), lambda: a.astype(np.float32) + b),
+        "mul": (lambda: frame.mul(g, x, y), lambda: a.astype(np.float32) * b),
+        "relu": (lambda: frame.relu(g, x), lambda: np.maximum(a.astype(np.float32), 0)),
+        "square": (lambda: frame.square(g, x), lambda: a.astype(np.float32) ** 2),
+        "matmul": (lambda: frame.matmul(g, x, y),
+                   lambda: a.astype(np.float32) @ b.astype(np.float32)),
+        "sum": (lambda: frame.sum(g, x, [1]), lambda: a.astype(np.float32).sum(1)),
+        "mse_loss": (lambda: frame.mse_loss(g, x, y),
+                     lambda: np.mean((a.astype(np.float32) - b) ** 2)),
+    }
+    build, ref = fns[op]
+    g.mark_output(build())
+    (out,) = frame.compile(g, "cpu").run([frame.from_numpy(a), frame.from_numpy(b)])
+    assert out.dtype == F16
+    got = out.numpy()
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), _ref_round(ref()).astype(np.float32),
+                               rtol=RTOL, atol=ATOL)
+
+
+def test_fp16_training_keeps_dtypes_and_converges() -> None:
+    # The sheet's fp16 case: matmul(x[4,2], w[2,1]) -> mse_loss, backward w.r.t. w, an
+    # fp16 SGD graph with lr 0.1, 30 steps; a target the model can fit.
+    rng = np.random.default_rng(20260713)
+    x = rng.uniform(-1, 1, (4, 2)).astype(np.float16)
+    w_true = np.array([[0.8], [-0.6]], dtype=np.float32)
+    t = (x.astype(np.float32) @ w_true).astype(np.float16)
+    g = frame.Graph("lin")
+    xv = g.add_graph_input([4, 2], F16)
+    wv = g.add_graph_input([2, 1], F16)
+    tv = g.add_graph_input([4, 1], F16)
+    g.mark_output(frame.mse_loss(g, frame.matmul(g, xv, wv), tv))
+    train = frame.compile(frame.build_backward_graph(g, 0, [1]), "cpu")
+    update = frame.compile(frame.build_sgd_update_graph([([2, 1], F16)], 0.1), "cpu")
+    w = frame.from_numpy(np.zeros((2, 1), dtype=np.float16))
+    xs, ts = frame.from_numpy(x), frame.from_numpy(t)
+    losses = []
+    for _ in range(30):
+        loss, grad = train.run([xs, w, ts])
+        assert loss.dtype == F16 and grad.dtype == F16
+        losses.append(float(loss.numpy()))
+        (w,) = update.run([w, grad])
+        assert w.dtype == F16
+    assert all(np.isfinite(losses))
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_fp16_sgd_rounds_like_the_reference() -> None:
+    # add(p, mul(constant(-lr) in fp16, g)) with rounding after each op.
+    p = np.array([0.5, -1.25, 3.0], dtype=np.float16)
+    gr = np.array([0.1, 2.0, -7.5], dtype=np.float16)
+    update = frame.compile(frame.build_sgd_update_graph([([3], F16)], 0.1), "cpu")
+    (out,) = update.run([frame.from_numpy(p), frame.from_numpy(gr)])
+    neg_lr = np.float16(-0.1)
+    expected = (p.astype(np.float32) + (neg_lr.astype(np.float32) * gr.astype(np.float32))
+                .astype(np.float16).astype(np.float32)).astype(np.float16)
+    np.testing.assert_array_equal(out.numpy(), expected)
