@@ -96,20 +96,16 @@ def sum(graph: Graph, x: Value, axes: Sequence[int]) -> Value:  # noqa: A001 - t
     v = _graph(graph, "sum")._own(x, "sum")
     if isinstance(axes, str | bytes) or not isinstance(axes, Sequence | np.ndarray):
         raise TypeError("sum: axes must be a sequence of ints")
-    rank = len(v._shape)
-    seen: set[int] = set()
     for a in axes:
         if isinstance(a, bool) or not isinstance(a, int | np.integer):
             raise TypeError(f"sum: axes must be ints, found {a!r}")
-        if a < 0:
-            raise ValueError(f"sum: axis {a} is negative (expected 0 <= axis < {rank})")
-        if a >= rank:
-            raise ValueError(f"sum: axis {a} is out of range for rank {rank}")
-        if a in seen:
-            raise ValueError(f"sum: axis {a} appears twice")
-        seen.add(int(a))
+    chosen_axes = [int(a) for a in axes]
+    try:
+        frame.check_axes(chosen_axes, len(v._shape), "sum")
+    except frame.ShapeError as err:
+        raise ValueError(str(err)) from None
     _float(v, "sum")
-    chosen = None if len(axes) == 0 else sorted(seen)
+    chosen = None if not chosen_axes else sorted(chosen_axes)
     return graph._emit(frame.SumOp(v._ssa, chosen), v._dtype)
 
 

@@ -361,7 +361,8 @@ class TransposeOp(UnaryOp):
         return (s[1], s[0])
 
 
-def _check_axes(axes: Sequence[int], rank: int, what: str) -> None:
+def check_axes(axes: Sequence[int], rank: int, what: str) -> None:
+    """Axes must lie in [0, rank) without repeats; ShapeError says which one does not."""
     seen: set[int] = set()
     for a in axes:
         if a < 0:
@@ -405,7 +406,7 @@ class SumOp(UnaryOp):
         axes = attrs.get("axes")
         if axes is None:
             return ()
-        _check_axes(axes, len(s), "frame.sum")  # type: ignore[arg-type]
+        check_axes(axes, len(s), "frame.sum")  # type: ignore[arg-type]
         return tuple(d for i, d in enumerate(s) if i not in axes)  # type: ignore[operator]
 
 
@@ -439,7 +440,7 @@ class BroadcastOp(UnaryOp):
             raise ShapeError("frame.broadcast: the result type must be static (it is the "
                              "target shape)")
         axes = self.new_axes(len(target))
-        _check_axes(axes, len(target), "frame.broadcast")
+        check_axes(axes, len(target), "frame.broadcast")
         kept = tuple(d for i, d in enumerate(target) if i not in axes)
         if s != kept:
             raise ShapeError(f"frame.broadcast: operand expected {_fmt(kept)} (the result "
