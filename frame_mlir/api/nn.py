@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from frame_mlir.api.graph import Graph, Value
 from frame_mlir.api.tensor import DType
+from frame_mlir.dialects.frame import ShapeError
 from frame_mlir.nn import module as core_nn
 from frame_mlir.nn.graph import Graph as IrGraph
 
@@ -64,8 +65,11 @@ class Module:
             self._check(values)
         ir = IrGraph(graph.name or "graph")
         ir.block = graph._block  # build straight into the API graph's block
-        outs = self._module.build(ir, [v._ssa for v in values[:len(inputs)]],
-                                  [v._ssa for v in values[len(inputs):]])
+        try:
+            outs = self._module.build(ir, [v._ssa for v in values[:len(inputs)]],
+                                      [v._ssa for v in values[len(inputs):]])
+        except ShapeError as err:  # a parameter of the wrong shape, found by an op's rule
+            raise ValueError(f"build: module '{self.name}': {err}") from None
         dtype = values[0]._dtype if values else self._dtype
         from frame_mlir.dialects import frame
 
@@ -92,15 +96,8 @@ def Linear(name: str, batch: int, in_dim: int, out_dim: int, with_bias: bool,
     """x @ weight[in_dim, out_dim] (+ bias[batch, out_dim])."""
     batch, in_dim, out_dim = (_int(v, w) for v, w in ((batch, "batch"), (in_dim, "in_dim"),
                                                       (out_dim, "out_dim")))
-
-    def check(values: list[Value]) -> None:
-        x = values[0]
-        if x._shape != (batch, in_dim):
-            raise ValueError(f"Linear '{name}': input expected shape [{batch}, {in_dim}], "
-                             f"found {list(x._shape)}")
-
     inner = core_nn.Linear(_name(name), batch, in_dim, out_dim, bool(with_bias))
-    return Module._make(inner, DType(dtype), 1, check)
+    return Module._make(inner, DType(dtype), 1)
 
 
 def Relu(name: str) -> Module:

@@ -59,6 +59,8 @@ def build_backward_graph(forward: Graph, loss_output_index: int,
                          f"element), found shape {list(loss._shape)}")
 
     fn, hidden = forward._snapshot()
+    if not wrt:  # nothing to differentiate: the forward outputs alone
+        return _graph_from_function(forward, fn, hidden, n_out, [], [])
     # Mark the wrt inputs as parameters, in the order asked for: autodiff returns the
     # gradients in parameter (= argument) order, so argument order is restored below.
     for i in wrt:

@@ -119,7 +119,13 @@ def Linear(name: str, batch: int, in_dim: int, out_dim: int, with_bias: bool = T
         params.append(ParamSpec("bias", (batch, out_dim), bias_init))
 
     def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
+        if len(inputs) != 1:
+            raise ValueError(f"Linear '{name}': expected 1 input, found {len(inputs)}")
         (x,) = inputs
+        shape = frame.static_shape(x)
+        if shape != (batch, in_dim):
+            raise ValueError(f"Linear '{name}': input expected shape [{batch}, {in_dim}], "
+                             f"found {list(shape) if shape is not None else 'unranked'}")
         y = g.emit(frame.MatmulOp(x, ps[0]))
         if with_bias:
             y = g.emit(frame.AddOp(y, ps[1]))
@@ -164,7 +170,9 @@ def Sequential(name: str, children: Sequence[Module]) -> Module:
             values = child.build(g, values, sl)
         return values
 
-    seq = Module(name, (), tuple(children), build, indexed_children=True)
+    # Paths use the children's own names (`mlp.fc1.weight`; with children named
+    # "0", "1" that is `mlp.0.weight`, the seed's example).
+    seq = Module(name, (), tuple(children), build)
     return seq
 
 

@@ -42,7 +42,7 @@ def _expand(op: Operation, rewriter: PatternRewriter, floor: bool) -> None:
     adjust = add(arith.AndIOp(inexact, signs))
     moved = add(arith.SubiOp(q, one) if floor else arith.AddiOp(q, one))
     add(arith.SelectOp(adjust, moved, q))
-    rewriter.replace_op(op, new)
+    rewriter.replace(op, new)
 
 
 class _Expand(RewritePattern):

@@ -107,7 +107,9 @@ class FrameAutodiff(ModulePass):
 
         adjoint: dict[SSAValue, SSAValue] = {}
         if loss in active:
-            if isinstance(layer := loss.owner.attributes.get(LAYER), builtin.StringAttr):
+            owner = loss.owner
+            if isinstance(owner, Operation) and isinstance(
+                    layer := owner.attributes.get(LAYER), builtin.StringAttr):
                 provenance[LAYER] = layer
             adjoint[loss] = emit(frame.ConstantOp(1.0, result_type=loss.type))
         for o in reversed(forward_ops):

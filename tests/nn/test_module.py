@@ -33,7 +33,7 @@ def _mlp() -> Module:
 
 def test_parameters_preorder_dotted_names() -> None:
     names = [p.name for p in _mlp().parameters()]
-    assert names == ["mlp.0.weight", "mlp.0.bias", "mlp.2.weight"]
+    assert names == ["mlp.fc1.weight", "mlp.fc1.bias", "mlp.fc2.weight"]
     assert [p.shape for p in _mlp().parameters()] == [(3, 5), (4, 5), (5, 2)]
 
 
@@ -81,7 +81,7 @@ def test_add_parameter_inputs_marks_params() -> None:
     fn = g.finish([ps[0]])
     attrs = [d.data.get("frame.param") for d in fn.arg_attrs.data]
     assert attrs[0] is None
-    assert [a.data for a in attrs[1:]] == ["mlp.0.weight", "mlp.0.bias", "mlp.2.weight"]
+    assert [a.data for a in attrs[1:]] == ["mlp.fc1.weight", "mlp.fc1.bias", "mlp.fc2.weight"]
 
 
 def test_building_only_creates_ir() -> None:
