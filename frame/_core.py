@@ -6,6 +6,8 @@ training, ONNX, and the nn and data symbols.
 
 from frame_mlir.api.graph import Executable, Graph, Node, Value, compile  # noqa: A004
 from frame_mlir.api.nn import (
+    Conv1d,
+    Conv2d,
     Flatten,
     Linear,
     Module,
@@ -45,8 +47,6 @@ selective_scan = _op_not_yet("selective_scan")
 scatter_add = _op_not_yet("scatter_add")
 
 # The sheet's factories that this version does not implement yet.
-Conv1d = not_yet("Conv1d")
-Conv2d = not_yet("Conv2d")
 MaxPool2d = not_yet("MaxPool2d")
 AvgPool2d = not_yet("AvgPool2d")
 AFF = not_yet("AFF")

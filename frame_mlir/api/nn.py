@@ -16,7 +16,7 @@ from frame_mlir.dialects.frame import ShapeError
 from frame_mlir.nn import module as core_nn
 from frame_mlir.nn.graph import Graph as IrGraph
 
-__all__ = ["Flatten", "Linear", "Module", "MseLoss", "Relu", "Sequential", "Sigmoid",
+__all__ = ["Conv1d", "Conv2d", "Flatten", "Linear", "Module", "MseLoss", "Relu", "Sequential", "Sigmoid",
            "add_parameter_inputs", "not_yet"]
 
 
@@ -103,6 +103,37 @@ def Linear(name: str, batch: int, in_dim: int, out_dim: int, with_bias: bool,
 def Relu(name: str) -> Module:
     """max(x, 0) elementwise."""
     return Module._make(core_nn.Relu(_name(name)), DType.float32, 1)
+
+
+def _pair(v: object, what: str) -> list[int]:
+    if isinstance(v, str | bytes) or not isinstance(v, Sequence):
+        raise TypeError(f"{what} must be a sequence of 2 ints")
+    items = list(v)
+    if len(items) != 2:
+        raise TypeError(f"{what} must have exactly 2 entries, found {len(items)}")
+    return [_int(i, what) for i in items]
+
+
+def Conv2d(name: str, in_channels: int, out_channels: int, kernel_hw: Sequence[int],
+           stride_hw: Sequence[int], padding_hw: Sequence[int], groups: int, with_bias: bool,
+           dtype: DType) -> Module:
+    """NCHW cross-correlation: weight [out, in/groups, KH, KW], bias [out]."""
+    kernel, stride = _pair(kernel_hw, "kernel_hw"), _pair(stride_hw, "stride_hw")
+    padding = _pair(padding_hw, "padding_hw")
+    inner = core_nn.Conv(_name(name), _int(in_channels, "in_channels"),
+                         _int(out_channels, "out_channels"), kernel, stride, padding,
+                         _int(groups, "groups"), bool(with_bias))
+    return Module._make(inner, DType(dtype), 1)
+
+
+def Conv1d(name: str, in_channels: int, out_channels: int, kernel: int, stride: int,
+           padding: int, groups: int, with_bias: bool, dtype: DType) -> Module:
+    """NCL cross-correlation: weight [out, in/groups, kernel], bias [out]."""
+    inner = core_nn.Conv(_name(name), _int(in_channels, "in_channels"),
+                         _int(out_channels, "out_channels"), [_int(kernel, "kernel")],
+                         [_int(stride, "stride")], [_int(padding, "padding")],
+                         _int(groups, "groups"), bool(with_bias))
+    return Module._make(inner, DType(dtype), 1)
 
 
 def Sigmoid(name: str) -> Module:

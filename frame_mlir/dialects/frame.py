@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     FloatAttr,
+    IntegerAttr,
     TensorType,
     UnitAttr,
     UnrankedTensorType,
@@ -609,6 +610,121 @@ class ConstantOp(FrameOp):
         return op
 
 
+class _ConvAttrs:
+    """stride / padding (one entry per spatial dim) and groups of the conv ops."""
+
+    stride = prop_def(DenseArrayBase.constr(i64))
+    padding = prop_def(DenseArrayBase.constr(i64))
+    groups = prop_def(IntegerAttr.constr(i64))
+
+    @staticmethod
+    def props(stride: Sequence[int], padding: Sequence[int],
+              groups: int) -> dict[str, Attribute | None]:
+        return {"stride": DenseArrayBase.from_list(i64, list(stride)),
+                "padding": DenseArrayBase.from_list(i64, list(padding)),
+                "groups": IntegerAttr(groups, i64)}
+
+    def conv_attrs(self) -> tuple[list[int], list[int], int]:
+        return (list(self.stride.get_values()), list(self.padding.get_values()),  # type: ignore
+                self.groups.value.data)  # type: ignore[attr-defined]
+
+
+def conv_output_shape(x: Shape, w: Shape, stride: Sequence[int], padding: Sequence[int],
+                      groups: int, what: str = "frame.conv") -> Shape:
+    """[N, Cin, *S] conv [Cout, Cin/groups, *K] -> [N, Cout, *O], O = (S+2p-K)//s + 1."""
+    if len(x) != len(w) or len(x) < 3:
+        raise ShapeError(f"{what}: expected input [N, C, *spatial] and weight [Cout, Cin/groups,"
+                         f" *kernel] of the same rank >= 3, found {_fmt(x)} and {_fmt(w)}")
+    nsp = len(x) - 2
+    if len(stride) != nsp or len(padding) != nsp:
+        raise ShapeError(f"{what}: expected {nsp} stride and padding entries, found "
+                         f"{len(stride)} and {len(padding)}")
+    if groups < 1 or x[1] % groups or w[0] % groups:
+        raise ShapeError(f"{what}: groups {groups} must divide the input channels {x[1]} "
+                         f"and the output channels {w[0]}")
+    if w[1] != x[1] // groups:
+        raise ShapeError(f"{what}: weight expected {x[1] // groups} input channels per group, "
+                         f"found {w[1]}")
+    out = [x[0], w[0]]
+    for size, k, st, p in zip(x[2:], w[2:], stride, padding, strict=True):
+        if st < 1 or p < 0 or size + 2 * p < k:
+            raise ShapeError(f"{what}: kernel {k} with stride {st}, padding {p} does not fit "
+                             f"a spatial size of {size}")
+        out.append((size + 2 * p - k) // st + 1)
+    return tuple(out)
+
+
+@irdl_op_definition
+class ConvOp(_ConvAttrs, BinaryOp):
+    """N-d convolution (cross-correlation, NC* layout, symmetric zero padding, groups).
+
+    ``%y = frame.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, groups = 1 : i64} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32>``
+    """
+
+    name = "frame.conv"
+
+    def __init__(self, x: SSAValue | Operation, w: SSAValue | Operation, stride: Sequence[int],
+                 padding: Sequence[int], groups: int = 1):
+        super().__init__(x, w, None, self.props(stride, padding, groups), stride=stride,
+                         padding=padding, groups=groups)
+
+    def rule_attrs(self) -> dict[str, object]:
+        st, p, g = self.conv_attrs()
+        return {"stride": st, "padding": p, "groups": g}
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        x, w = shapes
+        return conv_output_shape(x, w, attrs["stride"], attrs["padding"],  # type: ignore
+                                 attrs["groups"])  # type: ignore[arg-type]
+
+
+class _ConvGradOp(_ConvAttrs, BinaryOp):
+    """A conv gradient whose result shape (the input's or weight's) is declared."""
+
+    def __init__(self, a: SSAValue | Operation, b: SSAValue | Operation, result_type: Attribute,
+                 stride: Sequence[int], padding: Sequence[int], groups: int):
+        super().__init__(a, b, result_type, self.props(stride, padding, groups))
+
+    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+        target = static_shape(self.result)
+        if target is None:
+            raise ShapeError(f"{self.name}: the result type must be static")
+        st, p, g = self.conv_attrs()
+        x, w = self.conv_shapes(shapes, target)
+        expected = conv_output_shape(x, w, st, p, g, self.name)
+        if expected != self.dy_shape(shapes):
+            raise ShapeError(f"{self.name}: dy expected {_fmt(expected)}, found "
+                             f"{_fmt(self.dy_shape(shapes))}")
+        return target
+
+
+@irdl_op_definition
+class ConvGradInputOp(_ConvGradOp):
+    """d conv / d input: `frame.conv_grad_input %dy, %w` -> the input's shape."""
+
+    name = "frame.conv_grad_input"
+
+    def conv_shapes(self, shapes: Sequence[Shape], target: Shape) -> tuple[Shape, Shape]:
+        return target, shapes[1]
+
+    def dy_shape(self, shapes: Sequence[Shape]) -> Shape:
+        return shapes[0]
+
+
+@irdl_op_definition
+class ConvGradWeightOp(_ConvGradOp):
+    """d conv / d weight: `frame.conv_grad_weight %x, %dy` -> the weight's shape."""
+
+    name = "frame.conv_grad_weight"
+
+    def conv_shapes(self, shapes: Sequence[Shape], target: Shape) -> tuple[Shape, Shape]:
+        return shapes[0], target
+
+    def dy_shape(self, shapes: Sequence[Shape]) -> Shape:
+        return shapes[1]
+
+
 @irdl_op_definition
 class SgdUpdateOp(BinaryOp):
     """One SGD step for a parameter: ``p - lr * g`` (inserted by frame-sgd-fuse).
@@ -646,6 +762,9 @@ Frame = Dialect(
         HeavisideSurrogateOp,
         HeavisideSurrogateGradOp,
         ReshapeOp,
+        ConvOp,
+        ConvGradInputOp,
+        ConvGradWeightOp,
         ReluOp,
         ReluGradOp,
         TransposeOp,

@@ -25,7 +25,7 @@ from frame_mlir.nn.graph import Graph
 from frame_mlir.nn.init import InitSpec, Inline, UniformSeeded
 
 __all__ = [
-    "BuildFn", "Flatten", "Inline", "InitSpec", "Linear", "Module", "MseLoss", "ParamSpec",
+    "BuildFn", "Conv", "Flatten", "Inline", "InitSpec", "Linear", "Module", "MseLoss", "ParamSpec",
     "Relu", "Sequential", "Sigmoid", "UniformSeeded", "add_parameter_inputs",
 ]
 
@@ -129,6 +129,38 @@ def Linear(name: str, batch: int, in_dim: int, out_dim: int, with_bias: bool = T
         y = g.emit(frame.MatmulOp(x, ps[0]))
         if with_bias:
             y = g.emit(frame.AddOp(y, ps[1]))
+        return [y]
+
+    return Module(name, tuple(params), (), build)
+
+
+def Conv(name: str, in_channels: int, out_channels: int, kernel: Sequence[int],
+         stride: Sequence[int], padding: Sequence[int], groups: int = 1, with_bias: bool = True,
+         weight_init: InitSpec = DEFAULT_WEIGHT_INIT,
+         bias_init: InitSpec = DEFAULT_BIAS_INIT) -> Module:
+    """N-d convolution on [N, C, *spatial] (Conv1d / Conv2d): weight
+    [out, in/groups, *kernel], optional bias [out] added per output channel."""
+    params = [ParamSpec("weight", (out_channels, in_channels // max(groups, 1), *kernel),
+                        weight_init)]
+    if with_bias:
+        params.append(ParamSpec("bias", (out_channels,), bias_init))
+
+    def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
+        if len(inputs) != 1:
+            raise ValueError(f"Conv '{name}': expected 1 input, found {len(inputs)}")
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ValueError(f"Conv '{name}': groups {groups} must divide in_channels "
+                             f"{in_channels} and out_channels {out_channels}")
+        x = inputs[0]
+        shape = frame.static_shape(x)
+        if shape is None or len(shape) != 2 + len(kernel) or shape[1] != in_channels:
+            raise ValueError(f"Conv '{name}': input expected [N, {in_channels}, "
+                             f"{len(kernel)} spatial dims], found {shape}")
+        y = g.emit(frame.ConvOp(x, ps[0], stride, padding, groups))
+        if with_bias:
+            rank = len(shape)
+            b = g.emit(frame.BroadcastOp(ps[1], y.type, [d for d in range(rank) if d != 1]))
+            y = g.emit(frame.AddOp(y, b))
         return [y]
 
     return Module(name, tuple(params), (), build)

@@ -306,7 +306,89 @@ def _reshape(lw: Lowerer, op: Operation) -> SSAValue:
                       [PAR] * rank, lambda b, a: a[0])
 
 
+def _pad(lw: Lowerer, x: SSAValue, padding: Sequence[int]) -> SSAValue:
+    """`x` [N, C, *S] zero-padded by `padding` on both sides of each spatial dim."""
+    if not any(padding):
+        return x
+    shape = frame.static_shape(x) or ()
+    rank = len(shape)
+    padded = (*shape[:2], *(s + 2 * p for s, p in zip(shape[2:], padding, strict=True)))
+    init = lw.filled(TensorType(frame.element_type(x), padded), 0.0)
+    dims = [AffineExpr.dimension(d) for d in range(rank)]
+    out = AffineMapAttr(AffineMap(rank, 0, (*dims[:2], *(d + p for d, p in zip(
+        dims[2:], padding, strict=True)))))
+    return lw.generic([x], init, [identity_map(rank), out], [PAR] * rank, lambda b, a: a[0])
+
+
+def _conv_maps(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequence[int],
+               groups: int) -> tuple[int, AffineMapAttr, AffineMapAttr, AffineMapAttr,
+                                     list[linalg_attrs.IteratorTypeAttr]]:
+    """Iteration space (n, o, c, *k, *out) of a conv and the maps of its padded input,
+    weight and output."""
+    nsp = len(x_shape) - 2
+    ndims = 3 + 2 * nsp
+    d = [AffineExpr.dimension(i) for i in range(ndims)]
+    n, o, c, ks, outs = d[0], d[1], d[2], d[3:3 + nsp], d[3 + nsp:]
+    cout_per_group, cin_per_group = w_shape[0] // groups, w_shape[1]
+    chan = c if groups == 1 else (o // cout_per_group) * cin_per_group + c
+    x_map = AffineMapAttr(AffineMap(ndims, 0, (n, chan, *(out * st + k for out, st, k in zip(
+        outs, stride, ks, strict=True)))))
+    w_map = AffineMapAttr(AffineMap(ndims, 0, (o, c, *ks)))
+    y_map = AffineMapAttr(AffineMap(ndims, 0, (n, o, *outs)))
+    its = [PAR, PAR, RED, *[RED] * nsp, *[PAR] * nsp]
+    return ndims, x_map, w_map, y_map, its
+
+
+def _conv(lw: Lowerer, op: Operation) -> SSAValue:
+    assert isinstance(op, frame.ConvOp)
+    st, pad, groups = op.conv_attrs()
+    xp = _pad(lw, op.lhs, pad)
+    _, x_map, w_map, y_map, its = _conv_maps(frame.static_shape(xp) or (),
+                                             frame.static_shape(op.rhs) or (), st, groups)
+    init = lw.filled(_accumulator_type(_result_type(op)), 0.0)
+    y = lw.generic([xp, op.rhs], init, [x_map, w_map, y_map], its, _mac)
+    return _round_to(lw, y, _result_type(op))
+
+
+def _conv_grad_input(lw: Lowerer, op: Operation) -> SSAValue:
+    """Scatter-accumulate w * dy into the padded input's gradient, then crop."""
+    assert isinstance(op, frame.ConvGradInputOp)
+    st, pad, groups = op.conv_attrs()
+    typ = _result_type(op)
+    shape = tuple(typ.get_shape())
+    padded = (*shape[:2], *(s + 2 * p for s, p in zip(shape[2:], pad, strict=True)))
+    _, x_map, w_map, y_map, its = _conv_maps(padded, frame.static_shape(op.rhs) or (), st,
+                                             groups)
+    init = lw.filled(TensorType(f32, padded), 0.0)
+    # The loops run sequentially, so the output map may repeat indices: each
+    # iteration adds its w * dy to the input position it came from.
+    dxp = lw.generic([op.rhs, op.lhs], init, [w_map, y_map, x_map], its, _mac)
+    rank = len(shape)
+    if any(pad):
+        dims = [AffineExpr.dimension(i) for i in range(rank)]
+        crop = AffineMapAttr(AffineMap(rank, 0, (*dims[:2], *(dd + p for dd, p in zip(
+            dims[2:], pad, strict=True)))))
+        return lw.generic([dxp], lw.empty(typ), [crop, identity_map(rank)], [PAR] * rank,
+                          lambda b, a: a[0])
+    return _round_to(lw, dxp, typ)
+
+
+def _conv_grad_weight(lw: Lowerer, op: Operation) -> SSAValue:
+    assert isinstance(op, frame.ConvGradWeightOp)
+    st, pad, groups = op.conv_attrs()
+    xp = _pad(lw, op.lhs, pad)
+    typ = _result_type(op)
+    _, x_map, w_map, y_map, its = _conv_maps(frame.static_shape(xp) or (),
+                                             tuple(typ.get_shape()), st, groups)
+    init = lw.filled(_accumulator_type(typ), 0.0)
+    dw = lw.generic([xp, op.rhs], init, [x_map, y_map, w_map], its, _mac)
+    return _round_to(lw, dw, typ)
+
+
 LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
+    frame.ConvOp: _conv,
+    frame.ConvGradInputOp: _conv_grad_input,
+    frame.ConvGradWeightOp: _conv_grad_weight,
     frame.SigmoidOp: _sigmoid,
     frame.HeavisideSurrogateOp: _heaviside,
     frame.HeavisideSurrogateGradOp: _heaviside_grad,

@@ -112,7 +112,18 @@ def _reshape(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -
     return [emit(frame.ReshapeOp(dc, op.input.type))]
 
 
+def _conv(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.ConvOp)
+    st, pad, groups = op.conv_attrs()
+    dx = emit(frame.ConvGradInputOp(dc, op.rhs, op.lhs.type, st, pad, groups)) \
+        if need[0] else None
+    dw = emit(frame.ConvGradWeightOp(op.lhs, dc, op.rhs.type, st, pad, groups)) \
+        if need[1] else None
+    return [dx, dw]
+
+
 VJP_RULES: dict[type[Operation], VjpRule] = {
+    frame.ConvOp: _conv,
     frame.SigmoidOp: _sigmoid,
     frame.HeavisideSurrogateOp: _heaviside,
     frame.ReshapeOp: _reshape,

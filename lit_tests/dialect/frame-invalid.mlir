@@ -307,3 +307,11 @@ func.func @sum_axis_range(%x: tensor<2x3xf32>) {
   func.return
 }
 // CHECK: frame.sum: axis 2 is out of range (expected 0 <= axis < 2)
+
+// -----
+
+func.func @conv_groups(%x: tensor<1x3x5x5xf32>, %w: tensor<4x1x3x3xf32>) {
+  %0 = frame.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, groups = 2 : i64} : (tensor<1x3x5x5xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x3x3xf32>
+  func.return
+}
+// CHECK: frame.conv: groups 2 must divide the input channels 3 and the output channels 4

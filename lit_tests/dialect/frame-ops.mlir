@@ -100,3 +100,16 @@ func.func @api_ops(%x: tensor<2x3x4xf32>, %dy: tensor<2x3x4xf32>) -> tensor<2x12
 // CHECK-NEXT:    %{{.*}} = frame.reshape %{{.*}} : (tensor<2x3x4xf32>) -> tensor<2x12xf32>
 // GENERIC-LABEL: "func.func"() <{sym_name = "api_ops"
 // GENERIC:       "frame.reshape"
+
+// Convolution and its two gradients (1-d and 2-d share the ops: NC* layout).
+func.func @conv_ops(%x: tensor<1x2x5x5xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<1x2x5x5xf32> {
+  %y = frame.conv %x, %w {stride = array<i64: 2, 1>, padding = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x2x5x5xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x3x5xf32>
+  %dx = frame.conv_grad_input %y, %w {stride = array<i64: 2, 1>, padding = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x4x3x5xf32>, tensor<4x1x3x3xf32>) -> tensor<1x2x5x5xf32>
+  %dw = frame.conv_grad_weight %x, %y {stride = array<i64: 2, 1>, padding = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x2x5x5xf32>, tensor<1x4x3x5xf32>) -> tensor<4x1x3x3xf32>
+  func.return %dx : tensor<1x2x5x5xf32>
+}
+
+// CHECK-LABEL: func.func @conv_ops(
+// CHECK:         frame.conv %{{.*}}, %{{.*}} {stride = array<i64: 2, 1>, padding = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x2x5x5xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x3x5xf32>
+// CHECK-NEXT:    frame.conv_grad_input
+// CHECK-NEXT:    frame.conv_grad_weight

@@ -179,3 +179,20 @@ func.func @unranked(%a: tensor<8x4xf32>) -> tensor<*xf32> {
 }
 
 // CHECK: convert-frame-to-linalg at @unranked: frame.relu: expected static shapes (run frame-shape-inference first)
+
+// -----
+
+// A padded, grouped 1-d conv: a zero-padding copy, then one generic over
+// (n, o, c, k, out) reading the input at out * stride + k of channel group o / 2.
+func.func @conv1d(%x: tensor<1x4x5xf32>, %w: tensor<4x2x3xf32>) -> tensor<1x4x3xf32> {
+  %y = frame.conv %x, %w {stride = array<i64: 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x4x5xf32>, tensor<4x2x3xf32>) -> tensor<1x4x3xf32>
+  func.return %y : tensor<1x4x3xf32>
+}
+
+// CHECK-LABEL: func.func @conv1d(
+// CHECK:         %[[PAD:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, (d2 + 1))>]
+// CHECK-SAME:      ins(%{{.*}} : tensor<1x4x5xf32>) outs(%{{.*}} : tensor<1x4x7xf32>)
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, (((d1 floordiv 2) * 2) + d2), ((d4 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4) -> (d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4)>]
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel"]
+// CHECK-SAME:      ins(%[[PAD]], %{{.*}} : tensor<1x4x7xf32>, tensor<4x2x3xf32>)
+// CHECK:           math.fma

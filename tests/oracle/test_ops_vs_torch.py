@@ -265,6 +265,21 @@ def _forward_only_cases() -> list[OpCase]:
                                 frame.HeavisideSurrogateGradOp(v[0], v[1], a)),
                             lambda t, x, gy, a=alpha: gy * a * t.sigmoid(a * x)
                             * (1 - t.sigmoid(a * x)), (False, False)))
+    for xs, ws, st, pad, groups in CONV_CASES:
+        ys = frame.conv_output_shape(xs, ws, st, pad, groups)
+        cases.append(OpCase("conv_grad_input", _sym("conv_grad_input", xs, ws), (ys, ws),
+                            lambda g, v, xs=xs, st=st, pad=pad, gr=groups: g.emit(
+                                frame.ConvGradInputOp(v[0], v[1], frame.tensor_type(xs), st,
+                                                      pad, gr)),
+                            lambda t, dy, w, xs=xs, st=st, pad=pad, gr=groups:
+                            _conv_input_grad(t, dy, w, xs, st, pad, gr),
+                            (False, False)))
+        cases.append(OpCase("conv_grad_weight", _sym("conv_grad_weight", xs, ws), (xs, ys),
+                            lambda g, v, ws=ws, st=st, pad=pad, gr=groups: g.emit(
+                                frame.ConvGradWeightOp(v[0], v[1], frame.tensor_type(ws), st,
+                                                       pad, gr)),
+                            lambda t, x, dy, ws=ws, st=st, pad=pad, gr=groups:
+                            _conv_weight_grad(t, x, dy, ws, st, pad, gr), (False, False)))
     for s, value in (((3, 4), 1.5), ((1, 1), -0.25), ((2, 5), 0.0)):
         cases.append(OpCase("constant", _sym("constant", s), (s,),
                             lambda g, v, s=s, c=value: g.emit(
@@ -273,7 +288,42 @@ def _forward_only_cases() -> list[OpCase]:
     return cases
 
 
-CASES: list[OpCase] = [*_binary_cases(), *_unary_cases(), *_matmul_cases(), *_mse_cases(),
+#: (input shape, weight shape, stride, padding, groups): 2-d with padding and groups,
+#: 1-d, and 2-d with unequal strides.
+CONV_CASES: tuple[tuple[Shape, Shape, tuple[int, ...], tuple[int, ...], int], ...] = (
+    ((2, 2, 5, 5), (4, 1, 3, 3), (2, 1), (1, 1), 2),
+    ((1, 3, 7), (2, 3, 3), (1,), (0,), 1),
+    ((1, 4, 6, 5), (4, 2, 2, 3), (1, 2), (0, 1), 2),
+)
+
+
+def _torch_conv(t: Any, x: Any, w: Any, st: Sequence[int], pad: Sequence[int],
+                groups: int) -> Any:
+    conv = t.nn.functional.conv2d if x.dim() == 4 else t.nn.functional.conv1d
+    return conv(x, w, stride=tuple(st), padding=tuple(pad), groups=groups)
+
+
+def _conv_input_grad(t: Any, dy: Any, w: Any, xs: Shape, st: Sequence[int],
+                     pad: Sequence[int], groups: int) -> Any:
+    x = t.zeros(xs, dtype=w.dtype, requires_grad=True)
+    return t.autograd.grad(_torch_conv(t, x, w, st, pad, groups), x, dy)[0]
+
+
+def _conv_weight_grad(t: Any, x: Any, dy: Any, ws: Shape, st: Sequence[int],
+                      pad: Sequence[int], groups: int) -> Any:
+    w = t.zeros(ws, dtype=x.dtype, requires_grad=True)
+    return t.autograd.grad(_torch_conv(t, x, w, st, pad, groups), w, dy)[0]
+
+
+def _conv_cases() -> list[OpCase]:
+    return [OpCase("conv", _sym("conv", xs, ws), (xs, ws),
+                   lambda g, v, st=st, pad=pad, gr=groups: g.emit(
+                       frame.ConvOp(v[0], v[1], st, pad, gr)),
+                   lambda t, x, w, st=st, pad=pad, gr=groups: _torch_conv(t, x, w, st, pad, gr),
+                   (True, True)) for xs, ws, st, pad, groups in CONV_CASES]
+
+
+CASES: list[OpCase] = [*_conv_cases(), *_binary_cases(), *_unary_cases(), *_matmul_cases(), *_mse_cases(),
                        *_forward_only_cases()]
 VJP_CASES = [c for c in CASES if c.has_vjp]
 CASES_BY_GROUP: dict[str, list[OpCase]] = {}

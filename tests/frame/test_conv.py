@@ -1,0 +1,61 @@
+"""frame.nn.Conv2d / Conv1d: parameters, forward and gradients against torch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import frame
+
+torch = pytest.importorskip("torch")
+F32 = frame.DType.float32
+
+
+@pytest.mark.parametrize("dims,stride,padding,groups,bias", [
+    (2, [1, 1], [0, 0], 1, True),
+    (2, [2, 1], [1, 2], 2, True),
+    (1, [2], [1], 3, False),
+])
+def test_conv_forward_and_gradients(dims: int, stride: list[int], padding: list[int],
+                                    groups: int, bias: bool) -> None:
+    rng = np.random.default_rng(dims * 10 + groups)
+    cin, cout = 6, 3 * groups if groups > 1 else 4
+    if dims == 2:
+        xs, k = [2, cin, 7, 6], [3, 2]
+        m = frame.nn.Conv2d("conv", cin, cout, k, stride, padding, groups, bias, F32)
+        conv = torch.nn.functional.conv2d
+    else:
+        xs, k = [2, cin, 9], [3]
+        m = frame.nn.Conv1d("conv", cin, cout, k[0], stride[0], padding[0], groups, bias, F32)
+        conv = torch.nn.functional.conv1d
+    names = [p[0] for p in m.parameters()]
+    assert names == (["conv.weight", "conv.bias"] if bias else ["conv.weight"])
+    assert m.parameters()[0][1] == [cout, cin // groups, *k]
+    g = frame.Graph("c")
+    x = g.add_graph_input(xs, F32)
+    ps = frame.nn.add_parameter_inputs(g, m)
+    (y,) = m.build(g, [x], ps)
+    g.mark_output(frame.sum(g, frame.square(g, y), []))
+    back = frame.compile(frame.build_backward_graph(g, 0, [0, *range(1, 1 + len(ps))]), "cpu")
+    arrays = [rng.standard_normal(xs).astype(np.float32)] + [
+        rng.standard_normal(shape).astype(np.float32) for _, shape, _ in m.parameters()]
+    outs = back.run([frame.from_numpy(a) for a in arrays])
+    tx = [torch.from_numpy(a).requires_grad_() for a in arrays]
+    ty = conv(tx[0], tx[1], tx[2] if bias else None, stride=tuple(stride),
+              padding=tuple(padding), groups=groups)
+    loss = (ty * ty).sum()
+    loss.backward()
+    np.testing.assert_allclose(outs[0].numpy(), loss.item(), rtol=1e-5)
+    for got, t in zip(outs[1:], tx, strict=True):
+        np.testing.assert_allclose(got.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_conv_argument_errors() -> None:
+    with pytest.raises(TypeError):
+        frame.nn.Conv2d("c", 2, 2, [3], [1, 1], [0, 0], 1, True, F32)  # kernel_hw length
+    m = frame.nn.Conv2d("c", 3, 4, [1, 1], [1, 1], [0, 0], 2, True, F32)  # 2 does not divide 3
+    g = frame.Graph("g")
+    x = g.add_graph_input([1, 3, 4, 4], F32)
+    ps = frame.nn.add_parameter_inputs(g, m)
+    with pytest.raises(ValueError):
+        m.build(g, [x], ps)
