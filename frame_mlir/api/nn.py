@@ -16,7 +16,7 @@ from frame_mlir.dialects.frame import ShapeError
 from frame_mlir.nn import module as core_nn
 from frame_mlir.nn.graph import Graph as IrGraph
 
-__all__ = ["Conv1d", "Conv2d", "Flatten", "Linear", "Module", "MseLoss", "Relu", "Sequential", "Sigmoid",
+__all__ = ["AvgPool2d", "Conv1d", "Conv2d", "Flatten", "MaxPool2d", "Linear", "Module", "MseLoss", "Relu", "Sequential", "Sigmoid",
            "add_parameter_inputs", "not_yet"]
 
 
@@ -134,6 +134,22 @@ def Conv1d(name: str, in_channels: int, out_channels: int, kernel: int, stride: 
                          [_int(stride, "stride")], [_int(padding, "padding")],
                          _int(groups, "groups"), bool(with_bias))
     return Module._make(inner, DType(dtype), 1)
+
+
+def MaxPool2d(name: str, kernel_hw: Sequence[int], stride_hw: Sequence[int],
+              padding_hw: Sequence[int]) -> Module:
+    """NCHW max pooling; padding counts as -inf."""
+    return Module._make(core_nn.Pool(_name(name), "max", _pair(kernel_hw, "kernel_hw"),
+                                     _pair(stride_hw, "stride_hw"),
+                                     _pair(padding_hw, "padding_hw")), DType.float32, 1)
+
+
+def AvgPool2d(name: str, kernel_hw: Sequence[int], stride_hw: Sequence[int],
+              padding_hw: Sequence[int]) -> Module:
+    """NCHW average pooling; always divides by KH * KW (padding counts as 0)."""
+    return Module._make(core_nn.Pool(_name(name), "avg", _pair(kernel_hw, "kernel_hw"),
+                                     _pair(stride_hw, "stride_hw"),
+                                     _pair(padding_hw, "padding_hw")), DType.float32, 1)
 
 
 def Sigmoid(name: str) -> Module:

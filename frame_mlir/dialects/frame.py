@@ -725,6 +725,134 @@ class ConvGradWeightOp(_ConvGradOp):
         return shapes[1]
 
 
+def pool_output_shape(x: Shape, kernel: Sequence[int], stride: Sequence[int],
+                      padding: Sequence[int], what: str) -> Shape:
+    """[N, C, H, W] -> [N, C, (H+2p-K)//s+1, ...]; padding at most half the kernel."""
+    if len(x) != 2 + len(kernel) or not (len(kernel) == len(stride) == len(padding)):
+        raise ShapeError(f"{what}: expected an [N, C, *spatial] input with one kernel, stride "
+                         f"and padding entry per spatial dim, found {_fmt(x)} and "
+                         f"{len(kernel)}/{len(stride)}/{len(padding)} entries")
+    out = list(x[:2])
+    for size, k, st, p in zip(x[2:], kernel, stride, padding, strict=True):
+        if k < 1 or st < 1 or p < 0 or 2 * p > k or size + 2 * p < k:
+            raise ShapeError(f"{what}: kernel {k}, stride {st}, padding {p} do not fit a "
+                             f"spatial size of {size} (need 2 * padding <= kernel)")
+        out.append((size + 2 * p - k) // st + 1)
+    return tuple(out)
+
+
+class _PoolAttrs:
+    kernel = prop_def(DenseArrayBase.constr(i64))
+    stride = prop_def(DenseArrayBase.constr(i64))
+    padding = prop_def(DenseArrayBase.constr(i64))
+
+    @staticmethod
+    def props(kernel: Sequence[int], stride: Sequence[int],
+              padding: Sequence[int]) -> dict[str, Attribute | None]:
+        return {"kernel": DenseArrayBase.from_list(i64, list(kernel)),
+                "stride": DenseArrayBase.from_list(i64, list(stride)),
+                "padding": DenseArrayBase.from_list(i64, list(padding))}
+
+    def pool_attrs(self) -> tuple[list[int], list[int], list[int]]:
+        return (list(self.kernel.get_values()), list(self.stride.get_values()),  # type: ignore
+                list(self.padding.get_values()))  # type: ignore[attr-defined]
+
+    def rule_attrs(self) -> dict[str, object]:
+        k, st, p = self.pool_attrs()
+        return {"kernel": k, "stride": st, "padding": p, "what": self.name}  # type: ignore
+
+
+class _PoolOp(_PoolAttrs, UnaryOp):
+    def __init__(self, input: SSAValue | Operation, kernel: Sequence[int],
+                 stride: Sequence[int], padding: Sequence[int]):
+        ops = [SSAValue.get(input)]
+        rtype = self.result_type_for(ops, kernel=kernel, stride=stride, padding=padding,
+                                     what=self.name)
+        super().__init__(input, rtype, self.props(kernel, stride, padding))
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        return pool_output_shape(shapes[0], attrs["kernel"], attrs["stride"],  # type: ignore
+                                 attrs["padding"], str(attrs.get("what", "pool")))  # type: ignore
+
+
+@irdl_op_definition
+class MaxPoolOp(_PoolOp):
+    """Max over windows (padding counts as -inf), NC* layout.
+
+    ``%y = frame.max_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>``
+    """
+
+    name = "frame.max_pool"
+
+
+@irdl_op_definition
+class AvgPoolOp(_PoolOp):
+    """Mean over windows, always dividing by the kernel size (padding counts as 0).
+
+    ``%y = frame.avg_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>``
+    """
+
+    name = "frame.avg_pool"
+
+
+@irdl_op_definition
+class MaxPoolGradOp(_PoolAttrs, FrameOp):
+    """d max_pool / d x: dy goes to the window positions that hold the window's max.
+
+    ``%dx = frame.max_pool_grad %x, %y, %dy {kernel = ..., stride = ..., padding = ...} : (...) -> tensor<1x1x4x4xf32>``
+    """
+
+    name = "frame.max_pool_grad"
+    x = operand_def(AnyF32Tensor)
+    y = operand_def(AnyF32Tensor)
+    dy = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+    assembly_format = "$x `,` $y `,` $dy attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, x: SSAValue | Operation, y: SSAValue | Operation,
+                 dy: SSAValue | Operation, kernel: Sequence[int], stride: Sequence[int],
+                 padding: Sequence[int]):
+        xv = SSAValue.get(x)
+        super().__init__(operands=[xv, SSAValue.get(y), SSAValue.get(dy)],
+                         result_types=[xv.type], properties=self.props(kernel, stride, padding))
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        x, y, dy = shapes
+        expected = pool_output_shape(x, attrs["kernel"], attrs["stride"],  # type: ignore
+                                     attrs["padding"], "frame.max_pool_grad")  # type: ignore
+        if y != expected or dy != expected:
+            raise ShapeError(f"frame.max_pool_grad: y and dy expected {_fmt(expected)}, found "
+                             f"{_fmt(y)} and {_fmt(dy)}")
+        return x
+
+
+@irdl_op_definition
+class AvgPoolGradOp(_PoolAttrs, UnaryOp):
+    """d avg_pool / d x: each dy spread evenly over its window (result: x's shape).
+
+    ``%dx = frame.avg_pool_grad %dy {kernel = ..., stride = ..., padding = ...} : (tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32>``
+    """
+
+    name = "frame.avg_pool_grad"
+
+    def __init__(self, dy: SSAValue | Operation, result_type: Attribute, kernel: Sequence[int],
+                 stride: Sequence[int], padding: Sequence[int]):
+        super().__init__(dy, result_type, self.props(kernel, stride, padding))
+
+    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+        target = static_shape(self.result)
+        if target is None:
+            raise ShapeError("frame.avg_pool_grad: the result type must be static")
+        k, st, p = self.pool_attrs()
+        expected = pool_output_shape(target, k, st, p, self.name)
+        if shapes[0] != expected:
+            raise ShapeError(f"frame.avg_pool_grad: dy expected {_fmt(expected)}, found "
+                             f"{_fmt(shapes[0])}")
+        return target
+
+
 @irdl_op_definition
 class SgdUpdateOp(BinaryOp):
     """One SGD step for a parameter: ``p - lr * g`` (inserted by frame-sgd-fuse).
@@ -765,6 +893,10 @@ Frame = Dialect(
         ConvOp,
         ConvGradInputOp,
         ConvGradWeightOp,
+        MaxPoolOp,
+        AvgPoolOp,
+        MaxPoolGradOp,
+        AvgPoolGradOp,
         ReluOp,
         ReluGradOp,
         TransposeOp,

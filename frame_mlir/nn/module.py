@@ -25,7 +25,7 @@ from frame_mlir.nn.graph import Graph
 from frame_mlir.nn.init import InitSpec, Inline, UniformSeeded
 
 __all__ = [
-    "BuildFn", "Conv", "Flatten", "Inline", "InitSpec", "Linear", "Module", "MseLoss", "ParamSpec",
+    "BuildFn", "Conv", "Flatten", "Pool", "Inline", "InitSpec", "Linear", "Module", "MseLoss", "ParamSpec",
     "Relu", "Sequential", "Sigmoid", "UniformSeeded", "add_parameter_inputs",
 ]
 
@@ -164,6 +164,24 @@ def Conv(name: str, in_channels: int, out_channels: int, kernel: Sequence[int],
         return [y]
 
     return Module(name, tuple(params), (), build)
+
+
+def Pool(name: str, kind: str, kernel: Sequence[int], stride: Sequence[int],
+         padding: Sequence[int]) -> Module:
+    """Max or average pooling over NC* windows (MaxPool2d / AvgPool2d)."""
+    op = {"max": frame.MaxPoolOp, "avg": frame.AvgPoolOp}[kind]
+
+    def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
+        if len(inputs) != 1:
+            raise ValueError(f"{kind} pool '{name}': expected 1 input, found {len(inputs)}")
+        shape = frame.static_shape(inputs[0])
+        try:
+            frame.pool_output_shape(shape or (), kernel, stride, padding, f"{kind} pool")
+        except frame.ShapeError as err:
+            raise ValueError(f"{kind} pool '{name}': {err}") from None
+        return [g.emit(op(inputs[0], kernel, stride, padding))]
+
+    return Module(name, (), (), build)
 
 
 def Relu(name: str) -> Module:

@@ -306,14 +306,14 @@ def _reshape(lw: Lowerer, op: Operation) -> SSAValue:
                       [PAR] * rank, lambda b, a: a[0])
 
 
-def _pad(lw: Lowerer, x: SSAValue, padding: Sequence[int]) -> SSAValue:
-    """`x` [N, C, *S] zero-padded by `padding` on both sides of each spatial dim."""
+def _pad(lw: Lowerer, x: SSAValue, padding: Sequence[int], value: float = 0.0) -> SSAValue:
+    """`x` [N, C, *S] padded with `value` by `padding` on both sides of each spatial dim."""
     if not any(padding):
         return x
     shape = frame.static_shape(x) or ()
     rank = len(shape)
     padded = (*shape[:2], *(s + 2 * p for s, p in zip(shape[2:], padding, strict=True)))
-    init = lw.filled(TensorType(frame.element_type(x), padded), 0.0)
+    init = lw.filled(TensorType(frame.element_type(x), padded), value)
     dims = [AffineExpr.dimension(d) for d in range(rank)]
     out = AffineMapAttr(AffineMap(rank, 0, (*dims[:2], *(d + p for d, p in zip(
         dims[2:], padding, strict=True)))))
@@ -363,14 +363,102 @@ def _conv_grad_input(lw: Lowerer, op: Operation) -> SSAValue:
     # The loops run sequentially, so the output map may repeat indices: each
     # iteration adds its w * dy to the input position it came from.
     dxp = lw.generic([op.rhs, op.lhs], init, [w_map, y_map, x_map], its, _mac)
-    rank = len(shape)
-    if any(pad):
-        dims = [AffineExpr.dimension(i) for i in range(rank)]
-        crop = AffineMapAttr(AffineMap(rank, 0, (*dims[:2], *(dd + p for dd, p in zip(
-            dims[2:], pad, strict=True)))))
-        return lw.generic([dxp], lw.empty(typ), [crop, identity_map(rank)], [PAR] * rank,
-                          lambda b, a: a[0])
-    return _round_to(lw, dxp, typ)
+    return _crop(lw, dxp, pad, typ)
+
+
+def _crop(lw: Lowerer, padded: SSAValue, padding: Sequence[int], typ: TensorType) -> SSAValue:
+    """The inside of a padded f32 gradient, stored as `typ` (undoes `_pad`)."""
+    if not any(padding):
+        return _round_to(lw, padded, typ)
+    rank = typ.get_num_dims()
+    dims = [AffineExpr.dimension(i) for i in range(rank)]
+    inner = AffineMapAttr(AffineMap(rank, 0, (*dims[:2], *(dd + p for dd, p in zip(
+        dims[2:], padding, strict=True)))))
+    return lw.generic([padded], lw.empty(typ), [inner, identity_map(rank)], [PAR] * rank,
+                      lambda b, a: a[0])
+
+
+def _pool_maps(rank: int, kernel: Sequence[int], stride: Sequence[int]
+               ) -> tuple[AffineMapAttr, AffineMapAttr, AffineMapAttr,
+                          list[linalg_attrs.IteratorTypeAttr]]:
+    """Iteration space (n, c, *out, *k) of a pool: maps of the padded input, the output
+    and the window (a shape-only operand that bounds the k loops, as in MLIR's pooling
+    ops: linalg needs every loop to be bounded by some operand dimension)."""
+    nsp = rank - 2
+    ndims = rank + nsp
+    d = [AffineExpr.dimension(i) for i in range(ndims)]
+    outs, ks = d[2:2 + nsp], d[2 + nsp:]
+    x_map = AffineMapAttr(AffineMap(ndims, 0, (d[0], d[1], *(o * st + k for o, st, k in zip(
+        outs, stride, ks, strict=True)))))
+    y_map = AffineMapAttr(AffineMap(ndims, 0, (d[0], d[1], *outs)))
+    window_map = AffineMapAttr(AffineMap(ndims, 0, tuple(ks)))
+    return x_map, y_map, window_map, [PAR] * rank + [RED] * nsp
+
+
+def _window(lw: Lowerer, kernel: Sequence[int]) -> SSAValue:
+    return lw.empty(TensorType(f32, list(kernel)))
+
+
+def _max_pool(lw: Lowerer, op: Operation) -> SSAValue:
+    assert isinstance(op, frame.MaxPoolOp)
+    kernel, stride, pad = op.pool_attrs()
+    xp = _pad(lw, op.input, pad, float("-inf"))
+    x_map, y_map, w_map, its = _pool_maps(len(kernel) + 2, kernel, stride)
+    init = lw.filled(_accumulator_type(_result_type(op)), float("-inf"))
+    y = lw.generic([xp, _window(lw, kernel)], init, [x_map, w_map, y_map], its,
+                   lambda b, a: b.insert(arith.MaximumfOp(a[2], a[0])).result)
+    return _round_to(lw, y, _result_type(op))
+
+
+def _avg_pool(lw: Lowerer, op: Operation) -> SSAValue:
+    assert isinstance(op, frame.AvgPoolOp)
+    kernel, stride, pad = op.pool_attrs()
+    xp = _pad(lw, op.input, pad)
+    x_map, y_map, w_map, its = _pool_maps(len(kernel) + 2, kernel, stride)
+    init = lw.filled(_accumulator_type(_result_type(op)), 0.0)
+    total = lw.generic([xp, _window(lw, kernel)], init, [x_map, w_map, y_map], its,
+                       lambda b, a: b.insert(arith.AddfOp(a[2], a[0])).result)
+    count = float(prod(kernel))  # padding cells count: always divide by KH * KW
+    return lw.elementwise([total], _result_type(op),
+                          lambda b, a: b.insert(arith.DivfOp(a[0], _f32(b, count))).result)
+
+
+def _avg_pool_grad(lw: Lowerer, op: Operation) -> SSAValue:
+    assert isinstance(op, frame.AvgPoolGradOp)
+    kernel, stride, pad = op.pool_attrs()
+    typ = _result_type(op)
+    shape = tuple(typ.get_shape())
+    padded = (*shape[:2], *(s + 2 * p for s, p in zip(shape[2:], pad, strict=True)))
+    x_map, y_map, w_map, its = _pool_maps(len(shape), kernel, stride)
+    count = float(prod(kernel))
+
+    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        share = b.insert(arith.DivfOp(a[0], _f32(b, count))).result
+        return b.insert(arith.AddfOp(a[2], share)).result
+
+    dxp = lw.generic([op.input, _window(lw, kernel)], lw.filled(TensorType(f32, padded), 0.0),
+                     [y_map, w_map, x_map], its, body)
+    return _crop(lw, dxp, pad, typ)
+
+
+def _max_pool_grad(lw: Lowerer, op: Operation) -> SSAValue:
+    """dy flows to every window position equal to the window's max (ties: to each)."""
+    assert isinstance(op, frame.MaxPoolGradOp)
+    kernel, stride, pad = op.pool_attrs()
+    typ = _result_type(op)
+    xp = _pad(lw, op.x, pad, float("-inf"))
+    padded = frame.static_shape(xp) or ()
+    x_map, y_map, w_map, its = _pool_maps(len(padded), kernel, stride)
+
+    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        is_max = b.insert(arith.CmpfOp(a[0], a[1], "oeq")).result
+        added = b.insert(arith.AddfOp(a[4], a[2])).result
+        return b.insert(arith.SelectOp(is_max, added, a[4])).result
+
+    dxp = lw.generic([xp, op.y, op.dy, _window(lw, kernel)],
+                     lw.filled(TensorType(f32, padded), 0.0),
+                     [x_map, y_map, y_map, w_map, x_map], its, body)
+    return _crop(lw, dxp, pad, typ)
 
 
 def _conv_grad_weight(lw: Lowerer, op: Operation) -> SSAValue:
@@ -386,6 +474,10 @@ def _conv_grad_weight(lw: Lowerer, op: Operation) -> SSAValue:
 
 
 LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
+    frame.MaxPoolOp: _max_pool,
+    frame.AvgPoolOp: _avg_pool,
+    frame.MaxPoolGradOp: _max_pool_grad,
+    frame.AvgPoolGradOp: _avg_pool_grad,
     frame.ConvOp: _conv,
     frame.ConvGradInputOp: _conv_grad_input,
     frame.ConvGradWeightOp: _conv_grad_weight,

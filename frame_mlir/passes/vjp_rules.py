@@ -122,7 +122,19 @@ def _conv(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> A
     return [dx, dw]
 
 
+def _max_pool(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.MaxPoolOp)
+    return [emit(frame.MaxPoolGradOp(op.input, op.result, dc, *op.pool_attrs()))]
+
+
+def _avg_pool(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.AvgPoolOp)
+    return [emit(frame.AvgPoolGradOp(dc, op.input.type, *op.pool_attrs()))]
+
+
 VJP_RULES: dict[type[Operation], VjpRule] = {
+    frame.MaxPoolOp: _max_pool,
+    frame.AvgPoolOp: _avg_pool,
     frame.ConvOp: _conv,
     frame.SigmoidOp: _sigmoid,
     frame.HeavisideSurrogateOp: _heaviside,

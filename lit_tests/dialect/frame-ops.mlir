@@ -113,3 +113,18 @@ func.func @conv_ops(%x: tensor<1x2x5x5xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<
 // CHECK:         frame.conv %{{.*}}, %{{.*}} {stride = array<i64: 2, 1>, padding = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x2x5x5xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x3x5xf32>
 // CHECK-NEXT:    frame.conv_grad_input
 // CHECK-NEXT:    frame.conv_grad_weight
+
+// Pooling and its gradients.
+func.func @pool_ops(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x5x5xf32> {
+  %m = frame.max_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32>
+  %a = frame.avg_pool %x {kernel = array<i64: 3, 3>, stride = array<i64: 1, 2>, padding = array<i64: 1, 0>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x5x2xf32>
+  %dm = frame.max_pool_grad %x, %m, %m {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x2x5x5xf32>, tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x5x5xf32>
+  %da = frame.avg_pool_grad %a {kernel = array<i64: 3, 3>, stride = array<i64: 1, 2>, padding = array<i64: 1, 0>} : (tensor<1x2x5x2xf32>) -> tensor<1x2x5x5xf32>
+  func.return %dm : tensor<1x2x5x5xf32>
+}
+
+// CHECK-LABEL: func.func @pool_ops(
+// CHECK:         frame.max_pool %{{.*}} {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32>
+// CHECK-NEXT:    frame.avg_pool
+// CHECK-NEXT:    frame.max_pool_grad
+// CHECK-NEXT:    frame.avg_pool_grad

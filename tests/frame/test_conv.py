@@ -59,3 +59,35 @@ def test_conv_argument_errors() -> None:
     ps = frame.nn.add_parameter_inputs(g, m)
     with pytest.raises(ValueError):
         m.build(g, [x], ps)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pool_modules_match_torch(kind: str) -> None:
+    rng = np.random.default_rng(3)
+    factory = frame.nn.MaxPool2d if kind == "max" else frame.nn.AvgPool2d
+    m = factory("pool", [3, 2], [2, 1], [1, 1])
+    assert m.parameters() == []
+    g = frame.Graph("p")
+    x = g.add_graph_input([2, 3, 6, 5], F32)
+    (y,) = m.build(g, [x], [])
+    g.mark_output(y)
+    g.mark_output(frame.sum(g, frame.square(g, y), []))
+    back = frame.compile(frame.build_backward_graph(g, 1, [0]), "cpu")
+    xs = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    out, loss, grad = back.run([frame.from_numpy(xs)])
+    tx = torch.from_numpy(xs).requires_grad_()
+    if kind == "max":
+        ty = torch.nn.functional.max_pool2d(tx, (3, 2), (2, 1), (1, 1))
+    else:
+        ty = torch.nn.functional.avg_pool2d(tx, (3, 2), (2, 1), (1, 1), count_include_pad=True)
+    (ty * ty).sum().backward()
+    np.testing.assert_allclose(out.numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_pool_padding_larger_than_half_the_kernel_is_rejected_at_build() -> None:
+    m = frame.nn.MaxPool2d("pool", [2, 2], [1, 1], [2, 0])
+    g = frame.Graph("p")
+    x = g.add_graph_input([1, 1, 4, 4], F32)
+    with pytest.raises(ValueError):
+        m.build(g, [x], [])

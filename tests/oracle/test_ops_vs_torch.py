@@ -315,6 +315,52 @@ def _conv_weight_grad(t: Any, x: Any, dy: Any, ws: Shape, st: Sequence[int],
     return t.autograd.grad(_torch_conv(t, x, w, st, pad, groups), w, dy)[0]
 
 
+#: (input shape, kernel, stride, padding) of the pooling cases.
+POOL_CASES: tuple[tuple[Shape, tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...] = (
+    ((2, 3, 6, 5), (2, 2), (2, 2), (0, 0)),
+    ((1, 2, 5, 5), (3, 3), (2, 1), (1, 1)),
+    ((1, 1, 7, 4), (3, 2), (1, 2), (1, 1)),
+)
+
+
+def _torch_pool(t: Any, kind: str, x: Any, k: Sequence[int], st: Sequence[int],
+                pad: Sequence[int]) -> Any:
+    if kind == "max":
+        return t.nn.functional.max_pool2d(x, tuple(k), tuple(st), tuple(pad))
+    return t.nn.functional.avg_pool2d(x, tuple(k), tuple(st), tuple(pad), count_include_pad=True)
+
+
+def _pool_input_grad(t: Any, kind: str, x: Any, dy: Any, k: Sequence[int], st: Sequence[int],
+                     pad: Sequence[int]) -> Any:
+    xx = x.detach().requires_grad_()
+    return t.autograd.grad(_torch_pool(t, kind, xx, k, st, pad), xx, dy)[0]
+
+
+def _pool_cases() -> list[OpCase]:
+    cases = []
+    for xs, k, st, pad in POOL_CASES:
+        ys = frame.pool_output_shape(xs, k, st, pad, "pool")
+        for kind, cls in (("max", frame.MaxPoolOp), ("avg", frame.AvgPoolOp)):
+            cases.append(OpCase(f"{kind}_pool", _sym(f"{kind}_pool", xs, k), (xs,),
+                                lambda g, v, c=cls, k=k, st=st, pad=pad: g.emit(
+                                    c(v[0], k, st, pad)),
+                                lambda t, x, kd=kind, k=k, st=st, pad=pad: _torch_pool(
+                                    t, kd, x, k, st, pad), (True,)))
+        cases.append(OpCase("avg_pool_grad", _sym("avg_pool_grad", xs, k), (ys,),
+                            lambda g, v, xs=xs, k=k, st=st, pad=pad: g.emit(
+                                frame.AvgPoolGradOp(v[0], frame.tensor_type(xs), k, st, pad)),
+                            lambda t, dy, xs=xs, k=k, st=st, pad=pad: _pool_input_grad(
+                                t, "avg", t.zeros(xs, dtype=dy.dtype), dy, k, st, pad),
+                            (False,)))
+        cases.append(OpCase("max_pool_grad", _sym("max_pool_grad", xs, k), (xs, ys),
+                            lambda g, v, k=k, st=st, pad=pad: g.emit(frame.MaxPoolGradOp(
+                                v[0], g.emit(frame.MaxPoolOp(v[0], k, st, pad)), v[1], k, st,
+                                pad)),
+                            lambda t, x, dy, k=k, st=st, pad=pad: _pool_input_grad(
+                                t, "max", x, dy, k, st, pad), (False, False)))
+    return cases
+
+
 def _conv_cases() -> list[OpCase]:
     return [OpCase("conv", _sym("conv", xs, ws), (xs, ws),
                    lambda g, v, st=st, pad=pad, gr=groups: g.emit(
@@ -323,7 +369,7 @@ def _conv_cases() -> list[OpCase]:
                    (True, True)) for xs, ws, st, pad, groups in CONV_CASES]
 
 
-CASES: list[OpCase] = [*_conv_cases(), *_binary_cases(), *_unary_cases(), *_matmul_cases(), *_mse_cases(),
+CASES: list[OpCase] = [*_conv_cases(), *_pool_cases(), *_binary_cases(), *_unary_cases(), *_matmul_cases(), *_mse_cases(),
                        *_forward_only_cases()]
 VJP_CASES = [c for c in CASES if c.has_vjp]
 CASES_BY_GROUP: dict[str, list[OpCase]] = {}
