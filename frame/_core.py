@@ -29,6 +29,7 @@ from frame_mlir.api.ops import (  # noqa: A004
     mse_loss,
     mul,
     relu,
+    selective_scan,
     square,
     sum,
 )
@@ -45,7 +46,6 @@ def _op_not_yet(name: str):  # noqa: ANN202
     return op
 
 
-selective_scan = _op_not_yet("selective_scan")
 scatter_add = _op_not_yet("scatter_add")
 
 # The sheet's factories that this version does not implement yet.

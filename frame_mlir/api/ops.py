@@ -17,7 +17,7 @@ from frame_mlir.api.tensor import DType, check_backend
 from frame_mlir.dialects import frame
 
 __all__ = ["add", "constant", "heaviside_surrogate", "matmul", "mse_loss", "mul", "relu",
-           "square", "sum"]
+           "selective_scan", "square", "sum"]
 
 
 def _graph(graph: object, what: str) -> Graph:
@@ -150,3 +150,19 @@ def heaviside_surrogate(graph: Graph, x: Value, alpha: float) -> Value:
         raise ValueError(f"heaviside_surrogate: alpha must be finite and > 0, found {alpha}")
     _float(v, "heaviside_surrogate")
     return graph._emit(frame.HeavisideSurrogateOp(v._ssa, float(alpha)), v._dtype)
+
+
+def selective_scan(graph: Graph, x: Value, a: Value, b: Value, c: Value, d: Value) -> Value:
+    """Per leading index, along the last axis from h = 0: h = a*h + b*x; y = c*h + d*x."""
+    g = _graph(graph, "selective_scan")
+    vs = [g._own(v, "selective_scan") for v in (x, a, b, c, d)]
+    for v in vs[1:]:
+        _same_dtype(vs[0], v, "selective_scan")
+        if v._shape != vs[0]._shape:
+            raise ValueError(f"selective_scan: all five operands must have the same shape, "
+                             f"found {list(vs[0]._shape)} and {list(v._shape)}")
+    if len(vs[0]._shape) < 1 or vs[0]._shape[-1] < 1:
+        raise ValueError(f"selective_scan: expected rank >= 1 with a last dim >= 1, found "
+                         f"{list(vs[0]._shape)}")
+    _float(vs[0], "selective_scan")
+    return graph._emit(frame.SelectiveScanOp(*[v._ssa for v in vs]), vs[0]._dtype)

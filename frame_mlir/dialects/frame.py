@@ -853,6 +853,77 @@ class AvgPoolGradOp(_PoolAttrs, UnaryOp):
         return target
 
 
+def _scan_rule(shapes: Sequence[Shape], what: str) -> Shape:
+    first = shapes[0]
+    if len(first) < 1 or first[-1] < 1:
+        raise ShapeError(f"{what}: expected rank >= 1 with a last dim >= 1, found {_fmt(first)}")
+    return same_shape_rule(shapes)
+
+
+@irdl_op_definition
+class SelectiveScanOp(FrameOp):
+    """Linear recurrence along the last axis, per leading index, from h = 0:
+    h = a[t] * h + b[t] * x[t];  y[t] = c[t] * h + d[t] * x[t].
+
+    ``%y = frame.selective_scan %x, %a, %b, %c, %d : (tensor<3xf32>, ...) -> tensor<3xf32>``
+    """
+
+    name = "frame.selective_scan"
+    x = operand_def(AnyF32Tensor)
+    a = operand_def(AnyF32Tensor)
+    b = operand_def(AnyF32Tensor)
+    c = operand_def(AnyF32Tensor)
+    d = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+    assembly_format = ("$x `,` $a `,` $b `,` $c `,` $d attr-dict `:` "
+                       "functional-type(operands, results)")
+
+    def __init__(self, x: SSAValue | Operation, a: SSAValue | Operation,
+                 b: SSAValue | Operation, c: SSAValue | Operation, d: SSAValue | Operation):
+        ops = [SSAValue.get(v) for v in (x, a, b, c, d)]
+        super().__init__(operands=ops, result_types=[self.result_type_for(ops)])
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        return _scan_rule(shapes, "frame.selective_scan")
+
+
+@irdl_op_definition
+class SelectiveScanGradOp(FrameOp):
+    """The gradient of frame.selective_scan with respect to operand `wrt` (0..4 for
+    x, a, b, c, d), given dy: a forward pass recomputing the states, then a reverse scan.
+
+    ``%gx = frame.selective_scan_grad %x, %a, %b, %c, %d, %dy {wrt = 0 : i64} : (...) -> tensor<3xf32>``
+    """
+
+    name = "frame.selective_scan_grad"
+    x = operand_def(AnyF32Tensor)
+    a = operand_def(AnyF32Tensor)
+    b = operand_def(AnyF32Tensor)
+    c = operand_def(AnyF32Tensor)
+    d = operand_def(AnyF32Tensor)
+    dy = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+    wrt = prop_def(IntegerAttr.constr(i64))
+    assembly_format = ("$x `,` $a `,` $b `,` $c `,` $d `,` $dy attr-dict `:` "
+                       "functional-type(operands, results)")
+
+    def __init__(self, operands: Sequence[SSAValue], dy: SSAValue, wrt: int):
+        ops = [*[SSAValue.get(v) for v in operands], SSAValue.get(dy)]
+        super().__init__(operands=ops, result_types=[self.result_type_for(ops)],
+                         properties={"wrt": IntegerAttr(wrt, i64)})
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        return _scan_rule(shapes, "frame.selective_scan_grad")
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not 0 <= self.wrt.value.data <= 4:
+            raise VerifyException(f"frame.selective_scan_grad: wrt expected 0..4, found "
+                                  f"{self.wrt.value.data}")
+
+
 @irdl_op_definition
 class SgdUpdateOp(BinaryOp):
     """One SGD step for a parameter: ``p - lr * g`` (inserted by frame-sgd-fuse).
@@ -893,6 +964,8 @@ Frame = Dialect(
         ConvOp,
         ConvGradInputOp,
         ConvGradWeightOp,
+        SelectiveScanOp,
+        SelectiveScanGradOp,
         MaxPoolOp,
         AvgPoolOp,
         MaxPoolGradOp,

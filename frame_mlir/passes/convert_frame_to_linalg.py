@@ -88,6 +88,26 @@ class Lowerer:
                               list(iterators), [init.type], doc=builtin.StringAttr(self.op.name))
         return self.insert(op).results[0]
 
+    def generic_multi(self, inputs: Sequence[SSAValue], inits: Sequence[SSAValue],
+                      maps: Sequence[AffineMapAttr],
+                      iterators: Sequence[linalg_attrs.IteratorTypeAttr],
+                      body: Callable[[Builder, Sequence[SSAValue]], list[SSAValue]]
+                      ) -> list[SSAValue]:
+        """A generic with several outputs (f32 arithmetic, like `generic`)."""
+        elems = [frame.element_type(v) for v in (*inputs, *inits)]
+        block = Block(arg_types=elems)
+        b = Builder(InsertPoint.at_end(block))
+        args = [b.insert(arith.ExtFOp(a, f32)).result if a.type != f32 else a
+                for a in block.args]
+        results = body(b, args)
+        results = [b.insert(arith.TruncFOp(r, e)).result if e != f32 else r
+                   for r, e in zip(results, elems[len(inputs):], strict=True)]
+        b.insert(linalg.YieldOp(*results))
+        op = linalg.GenericOp(list(inputs), list(inits), Region(block), list(maps),
+                              list(iterators), [v.type for v in inits],
+                              doc=builtin.StringAttr(self.op.name))
+        return list(self.insert(op).results)
+
     def elementwise(self, inputs: Sequence[SSAValue], typ: TensorType, body: BodyFn,
                     init: SSAValue | None = None) -> SSAValue:
         rank = typ.get_num_dims()
@@ -473,7 +493,90 @@ def _conv_grad_weight(lw: Lowerer, op: Operation) -> SSAValue:
     return _round_to(lw, dw, typ)
 
 
+def _scan_space(shape: Sequence[int], reverse: bool = False
+                ) -> tuple[AffineMapAttr, AffineMapAttr, list[linalg_attrs.IteratorTypeAttr]]:
+    """(full map, carried-state map, iterators) of a scan along the last axis; with
+    `reverse`, the last loop walks t = T-1 .. 0."""
+    rank = len(shape)
+    d = [AffineExpr.dimension(i) for i in range(rank)]
+    last = AffineExpr.constant(shape[-1] - 1) - d[-1] if reverse else d[-1]
+    full = AffineMapAttr(AffineMap(rank, 0, (*d[:-1], last)))
+    state = AffineMapAttr(AffineMap(rank, 0, tuple(d[:-1])))
+    return full, state, [PAR] * (rank - 1) + [RED]
+
+
+def _mul_add(b: Builder, p: SSAValue, q: SSAValue, r: SSAValue, s: SSAValue) -> SSAValue:
+    """p*q + r*s, two roundings per product and one for the sum (no FMA)."""
+    pq = b.insert(arith.MulfOp(p, q)).result
+    rs = b.insert(arith.MulfOp(r, s)).result
+    return b.insert(arith.AddfOp(pq, rs)).result
+
+
+def _selective_scan(lw: Lowerer, op: Operation) -> SSAValue:
+    """One generic: the state h is an output indexed by the leading dims only, so it
+    carries from step t to t+1 of the (sequential) last loop."""
+    typ = _result_type(op)
+    shape = tuple(typ.get_shape())
+    full, state, its = _scan_space(shape)
+    h0 = lw.filled(TensorType(f32, shape[:-1]), 0.0)
+
+    def body(b: Builder, v: Sequence[SSAValue]) -> list[SSAValue]:
+        x, a, bb, c, d, h = v[:6]
+        h_new = _mul_add(b, a, h, bb, x)
+        return [h_new, _mul_add(b, c, h_new, d, x)]
+
+    _, y = lw.generic_multi(op.operands, [h0, lw.empty(typ)], [full] * 5 + [state, full], its,
+                            body)
+    return y
+
+
+def _selective_scan_grad(lw: Lowerer, op: Operation) -> SSAValue:
+    assert isinstance(op, frame.SelectiveScanGradOp)
+    wrt = op.wrt.value.data
+    typ = _result_type(op)
+    shape = tuple(typ.get_shape())
+    f32_full = TensorType(f32, shape)
+    full, state, its = _scan_space(shape)
+    x, a, b_, c, d, dy = op.operands
+
+    # Forward: the states h_t and h_{t-1}.
+    def forward(b: Builder, v: Sequence[SSAValue]) -> list[SSAValue]:
+        xv, av, bv, h_prev = v[0], v[1], v[2], v[3]
+        h = _mul_add(b, av, h_prev, bv, xv)
+        return [h, h, h_prev]
+
+    _, hs, hps = lw.generic_multi(
+        [x, a, b_], [lw.filled(TensorType(f32, shape[:-1]), 0.0), lw.empty(f32_full),
+                     lw.empty(f32_full)], [full] * 3 + [state, full, full], its, forward)
+
+    # Reverse: gh_t = c_t dy_t + a_{t+1} gh_{t+1}; the carry holds a_t gh_t.
+    rfull, rstate, rits = _scan_space(shape, reverse=True)
+
+    def reverse(b: Builder, v: Sequence[SSAValue]) -> list[SSAValue]:
+        xv, av, bv, cv, dv, gy, h, hp, _shape, carry = v[:10]
+        gh = b.insert(arith.AddfOp(b.insert(arith.MulfOp(cv, gy)).result, carry)).result
+        new_carry = b.insert(arith.MulfOp(av, gh)).result
+        grad = [
+            lambda: _mul_add(b, dv, gy, bv, gh),  # x
+            lambda: b.insert(arith.MulfOp(gh, hp)).result,  # a
+            lambda: b.insert(arith.MulfOp(gh, xv)).result,  # b
+            lambda: b.insert(arith.MulfOp(gy, h)).result,  # c
+            lambda: b.insert(arith.MulfOp(gy, xv)).result,  # d
+        ][wrt]()
+        return [new_carry, grad]
+
+    # A shape-only operand with the identity map keeps the maps invertible (linalg
+    # derives the loop bounds from them; t -> T-1-t alone does not say T).
+    _, g = lw.generic_multi(
+        [x, a, b_, c, d, dy, hs, hps, lw.empty(f32_full)],
+        [lw.filled(TensorType(f32, shape[:-1]), 0.0), lw.empty(typ)],
+        [rfull] * 8 + [identity_map(len(shape)), rstate, rfull], rits, reverse)
+    return g
+
+
 LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
+    frame.SelectiveScanOp: _selective_scan,
+    frame.SelectiveScanGradOp: _selective_scan_grad,
     frame.MaxPoolOp: _max_pool,
     frame.AvgPoolOp: _avg_pool,
     frame.MaxPoolGradOp: _max_pool_grad,

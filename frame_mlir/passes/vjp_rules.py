@@ -132,7 +132,15 @@ def _avg_pool(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) 
     return [emit(frame.AvgPoolGradOp(dc, op.input.type, *op.pool_attrs()))]
 
 
+def _selective_scan(emit: Emitter, op: Operation, dc: SSAValue,
+                    need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.SelectiveScanOp)
+    return [emit(frame.SelectiveScanGradOp(op.operands, dc, k)) if need[k] else None
+            for k in range(5)]
+
+
 VJP_RULES: dict[type[Operation], VjpRule] = {
+    frame.SelectiveScanOp: _selective_scan,
     frame.MaxPoolOp: _max_pool,
     frame.AvgPoolOp: _avg_pool,
     frame.ConvOp: _conv,

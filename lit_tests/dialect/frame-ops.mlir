@@ -128,3 +128,14 @@ func.func @pool_ops(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x5x5xf32> {
 // CHECK-NEXT:    frame.avg_pool
 // CHECK-NEXT:    frame.max_pool_grad
 // CHECK-NEXT:    frame.avg_pool_grad
+
+// The selective scan and its gradient.
+func.func @scan_ops(%x: tensor<2x5xf32>, %a: tensor<2x5xf32>, %b: tensor<2x5xf32>, %c: tensor<2x5xf32>, %d: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %y = frame.selective_scan %x, %a, %b, %c, %d : (tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  %ga = frame.selective_scan_grad %x, %a, %b, %c, %d, %y {wrt = 1 : i64} : (tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  func.return %ga : tensor<2x5xf32>
+}
+
+// CHECK-LABEL: func.func @scan_ops(
+// CHECK:         frame.selective_scan %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x5xf32>
+// CHECK-NEXT:    frame.selective_scan_grad %{{.*}} {wrt = 1 : i64}

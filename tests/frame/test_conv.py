@@ -91,3 +91,27 @@ def test_pool_padding_larger_than_half_the_kernel_is_rejected_at_build() -> None
     x = g.add_graph_input([1, 1, 4, 4], F32)
     with pytest.raises(ValueError):
         m.build(g, [x], [])
+
+
+def test_selective_scan_sheet_example_and_gradients() -> None:
+    g = frame.Graph("scan")
+    vs = [g.add_graph_input([3], F32) for _ in range(5)]
+    y = frame._core.selective_scan(g, *vs)
+    g.mark_output(y)
+    g.mark_output(frame.sum(g, frame.square(g, y), []))
+    ex = frame.compile(frame.build_backward_graph(g, 1, [0, 1, 2, 3, 4]), "cpu")
+    arrays = [np.array(v, dtype=np.float32) for v in (
+        [1, 2, -1], [.5, .25, -.5], [2, 1, 3], [1, 2, .5], [.1, -1, 2])]
+    out = ex.run([frame.from_numpy(a) for a in arrays])
+    np.testing.assert_allclose(out[0].numpy(), [2.1, 3.0, -4.125], rtol=1e-6)
+    tv = [torch.from_numpy(a).double().requires_grad_() for a in arrays]
+    x, a, b, c, d = tv
+    h, ys = torch.zeros((), dtype=torch.float64), []
+    for t in range(3):
+        h = a[t] * h + b[t] * x[t]
+        ys.append(c[t] * h + d[t] * x[t])
+    (torch.stack(ys) ** 2).sum().backward()
+    for got, t in zip(out[2:], tv, strict=True):
+        np.testing.assert_allclose(got.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError):
+        frame._core.selective_scan(g, vs[0], vs[1], vs[2], vs[3], g.add_graph_input([4], F32))

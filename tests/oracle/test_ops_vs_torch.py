@@ -336,6 +336,37 @@ def _pool_input_grad(t: Any, kind: str, x: Any, dy: Any, k: Sequence[int], st: S
     return t.autograd.grad(_torch_pool(t, kind, xx, k, st, pad), xx, dy)[0]
 
 
+def _scan_ref(t: Any, x: Any, a: Any, b: Any, c: Any, d: Any) -> Any:
+    """selective_scan from its definition: h = a h + b x, y = c h + d x along the last
+    axis, h starting at 0 (autograd differentiates this loop)."""
+    h = t.zeros(x.shape[:-1], dtype=x.dtype)
+    ys = []
+    for i in range(x.shape[-1]):
+        h = a[..., i] * h + b[..., i] * x[..., i]
+        ys.append(c[..., i] * h + d[..., i] * x[..., i])
+    return t.stack(ys, -1)
+
+
+def _scan_cases() -> list[OpCase]:
+    cases = []
+    for shape in ((2, 5), (7,), (2, 3, 4)):
+        cases.append(OpCase("selective_scan", _sym("selective_scan", shape), (shape,) * 5,
+                            lambda g, v: g.emit(frame.SelectiveScanOp(*v)), _scan_ref,
+                            (True,) * 5))
+        for k in (0, 1, 3) if len(shape) > 1 else (2, 4):
+            cases.append(OpCase("selective_scan_grad", _sym("selective_scan_grad", k, shape),
+                                (shape,) * 6,
+                                lambda g, v, k=k: g.emit(frame.SelectiveScanGradOp(v[:5], v[5],
+                                                                                   k)),
+                                lambda t, *v, k=k: _scan_grad_ref(t, v, k), (False,) * 6))
+    return cases
+
+
+def _scan_grad_ref(t: Any, v: Sequence[Any], k: int) -> Any:
+    ins = [x.detach().requires_grad_() for x in v[:5]]
+    return t.autograd.grad(_scan_ref(t, *ins), ins[k], v[5])[0]
+
+
 def _pool_cases() -> list[OpCase]:
     cases = []
     for xs, k, st, pad in POOL_CASES:
@@ -369,7 +400,7 @@ def _conv_cases() -> list[OpCase]:
                    (True, True)) for xs, ws, st, pad, groups in CONV_CASES]
 
 
-CASES: list[OpCase] = [*_conv_cases(), *_pool_cases(), *_binary_cases(), *_unary_cases(), *_matmul_cases(), *_mse_cases(),
+CASES: list[OpCase] = [*_conv_cases(), *_pool_cases(), *_scan_cases(), *_binary_cases(), *_unary_cases(), *_matmul_cases(), *_mse_cases(),
                        *_forward_only_cases()]
 VJP_CASES = [c for c in CASES if c.has_vjp]
 CASES_BY_GROUP: dict[str, list[OpCase]] = {}
