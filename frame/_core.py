@@ -29,6 +29,7 @@ from frame_mlir.api.ops import (  # noqa: A004
     mse_loss,
     mul,
     relu,
+    scatter_add,
     selective_scan,
     square,
     sum,
@@ -36,17 +37,6 @@ from frame_mlir.api.ops import (  # noqa: A004
 from frame_mlir.api.tensor import Device, DType, Shape, Tensor, from_numpy
 from frame_mlir.api.training import build_backward_graph, build_sgd_update_graph
 from frame_mlir.data import DataLoader, DataLoaderOptions, TensorDataset
-
-
-def _op_not_yet(name: str):  # noqa: ANN202
-    def op(*args: object, **kwargs: object) -> Value:
-        raise NotImplementedError(f"frame.{name} is not implemented yet in frame-mlir")
-
-    op.__name__ = op.__qualname__ = name
-    return op
-
-
-scatter_add = _op_not_yet("scatter_add")
 
 # The sheet's factories that this version does not implement yet.
 AFF = not_yet("AFF")
@@ -72,4 +62,4 @@ bfloat16 = DType.bfloat16
 int32 = DType.int32
 int64 = DType.int64
 
-del not_yet, _op_not_yet
+del not_yet

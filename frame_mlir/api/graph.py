@@ -37,6 +37,8 @@ __all__ = ["Executable", "Graph", "Node", "Value", "compile"]
 
 #: dtypes whose arithmetic has compiled kernels today.
 COMPUTE_DTYPES = (DType.float32, DType.float16)
+#: dtypes compiled code may read as indices (scatter_add).
+INDEX_DTYPES = (DType.int32, DType.int64)
 
 
 class Node:
@@ -85,6 +87,8 @@ class Graph:
         self._outputs: list[Value] = []
         self._backend: str | None = None
         self._values: weakref.WeakSet[Value] = weakref.WeakSet()
+        #: (index value, exclusive bound) of each scatter_add, checked at run time.
+        self._index_bounds: list[tuple[SSAValue, int]] = []
 
     @property
     def name(self) -> str:
@@ -244,11 +248,11 @@ class Executable:
         ex._runtime = None
         if compute_outputs:
             for a in (*graph._inputs, *hidden):
-                if _arg_dtype(graph, a) not in COMPUTE_DTYPES and a.uses:
+                dt = _arg_dtype(graph, a)
+                if dt not in (*COMPUTE_DTYPES, *INDEX_DTYPES) and a.uses:
                     raise NotImplementedError(
-                        f"compile: {_arg_dtype(graph, a).name} arithmetic is not "
-                        "implemented yet")
-            fn = _only_float(fn)
+                        f"compile: {dt.name} arithmetic is not implemented yet")
+            fn, kept = _computed_part(fn)
             module = builtin.ModuleOp([fn])
             key = f"{backend}\n{module}"
             runtime = _CACHE.get(key)
@@ -256,8 +260,11 @@ class Executable:
                 runtime = compile_module(module)
                 _CACHE[key] = runtime
             ex._runtime = runtime
-            ex._compute_args = [i for i, a in enumerate((*graph._inputs, *hidden))
-                                if _arg_dtype(graph, a) in COMPUTE_DTYPES]
+            ex._compute_args = kept
+        # scatter_add's indices must lie in [0, V): checked on the host before a run.
+        position = {a: i for i, a in enumerate((*graph._inputs, *hidden))}
+        ex._index_bounds = [(position[a], bound) for a, bound in graph._index_bounds
+                            if a in position]
         return ex
 
     def run(self, inputs: Sequence[Tensor]) -> list[Tensor]:
@@ -281,6 +288,11 @@ class Executable:
                                  f"executable on '{self._backend}'")
             arrays.append(t.storage())
         arrays += [c.data for c in self._hidden]
+        for pos, bound in getattr(self, "_index_bounds", []):
+            idx = arrays[pos]
+            if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= bound):
+                raise ValueError(f"run: scatter_add index out of range: expected 0 <= index < "
+                                 f"{bound}, found {int(idx.min())}..{int(idx.max())}")
         results: tuple[np.ndarray, ...] = ()
         if self._runtime is not None:
             results = self._runtime(self._fn_name,  # type: ignore[operator]
@@ -312,9 +324,11 @@ def _arg_dtype(graph: Graph, arg: BlockArgument) -> DType:
             builtin.i64: DType.int64}[elem]
 
 
-def _only_float(fn: func.FuncOp) -> func.FuncOp:
-    """`fn` returning only its float32 results, with unused other arguments dropped
-    (integer and bf16 constants are returned by the executable directly)."""
+def _computed_part(fn: func.FuncOp) -> tuple[func.FuncOp, list[int]]:
+    """`fn` returning only its float results, keeping the float arguments and the
+    integer ones that feed compiled code (scatter_add indices); integer and bf16 values
+    that are only passed through are returned by the executable directly. Also the
+    positions of the kept arguments."""
     block = fn.body.blocks[0]
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)
@@ -323,13 +337,16 @@ def _only_float(fn: func.FuncOp) -> func.FuncOp:
     ret.detach()
     ret.erase()
     block.add_op(func.ReturnOp(*float_results))
-    for arg in list(block.args):
-        if arg.type.element_type not in (builtin.f32, builtin.f16):  # type: ignore[attr-defined]
-            assert not arg.uses
+    kept = []
+    for i, arg in enumerate(list(block.args)):
+        elem = arg.type.element_type  # type: ignore[attr-defined]
+        if elem in (builtin.f32, builtin.f16) or arg.uses:
+            kept.append(i)
+        else:
             block.erase_arg(arg)
     fn.function_type = func.FunctionType.from_lists([a.type for a in block.args],
                                                     [v.type for v in float_results])
-    return fn
+    return fn, kept
 
 
 def compile(graph: Graph, backend: str) -> Executable:  # noqa: A001 - the API's name

@@ -17,7 +17,7 @@ from frame_mlir.api.tensor import DType, check_backend
 from frame_mlir.dialects import frame
 
 __all__ = ["add", "constant", "heaviside_surrogate", "matmul", "mse_loss", "mul", "relu",
-           "selective_scan", "square", "sum"]
+           "scatter_add", "selective_scan", "square", "sum"]
 
 
 def _graph(graph: object, what: str) -> Graph:
@@ -166,3 +166,28 @@ def selective_scan(graph: Graph, x: Value, a: Value, b: Value, c: Value, d: Valu
                          f"{list(vs[0]._shape)}")
     _float(vs[0], "selective_scan")
     return graph._emit(frame.SelectiveScanOp(*[v._ssa for v in vs]), vs[0]._dtype)
+
+
+def scatter_add(graph: Graph, updates: Value, indices: Value,
+                output_shape: Sequence[int]) -> Value:
+    """Zero-filled `output_shape` [V, F] with out[indices[k], :] += updates[k, :]."""
+    g = _graph(graph, "scatter_add")
+    upd, idx = g._own(updates, "scatter_add"), g._own(indices, "scatter_add")
+    dims = _dims(output_shape, "scatter_add")
+    if len(upd._shape) != 2:
+        raise ValueError(f"scatter_add: updates must be rank-2 [K, F], found {list(upd._shape)}")
+    if idx._dtype not in (DType.int32, DType.int64) or len(idx._shape) != 1:
+        raise ValueError(f"scatter_add: indices must be a rank-1 int32/int64 tensor, found "
+                         f"{list(idx._shape)} {idx._dtype.name}")
+    if idx._shape[0] != upd._shape[0]:
+        raise ValueError(f"scatter_add: {idx._shape[0]} indices for {upd._shape[0]} update rows")
+    if len(dims) != 2 or dims[1] != upd._shape[1]:
+        raise ValueError(f"scatter_add: output_shape must be [V, {upd._shape[1]}], found "
+                         f"{list(dims)}")
+    _float(upd, "scatter_add")
+    from frame_mlir.api.graph import _tensor_type
+
+    out = graph._emit(frame.ScatterAddOp(upd._ssa, idx._ssa, _tensor_type(dims, upd._dtype)),
+                      upd._dtype)
+    graph._index_bounds.append((idx._ssa, dims[0]))
+    return out

@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     UnrankedTensorType,
     f32,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
@@ -925,6 +926,82 @@ class SelectiveScanGradOp(FrameOp):
 
 
 @irdl_op_definition
+class ScatterAddOp(FrameOp):
+    """Zero-filled [V, F] output with out[indices[k], :] += updates[k, :] (indices i32/i64).
+
+    ``%o = frame.scatter_add %u, %i : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<4x2xf32>``
+    """
+
+    name = "frame.scatter_add"
+    updates = operand_def(AnyF32Tensor)
+    indices = operand_def(base(TensorType))
+    result = result_def(AnyF32Tensor)
+    assembly_format = "$updates `,` $indices attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, updates: SSAValue | Operation, indices: SSAValue | Operation,
+                 result_type: Attribute):
+        super().__init__(operands=[SSAValue.get(updates), SSAValue.get(indices)],
+                         result_types=[result_type])
+
+    def verify_(self) -> None:
+        upd, idx, out = self.updates.type, self.indices.type, self.result.type
+        if getattr(upd, "element_type", None) != getattr(out, "element_type", None) or \
+                not isinstance(getattr(out, "element_type", None), FLOAT_TYPES):
+            raise VerifyException(f"frame.scatter_add: updates and result must share a float "
+                                  f"element type, found {upd} and {out}")
+        if getattr(idx, "element_type", None) not in (i32, i64):
+            raise VerifyException(f"frame.scatter_add: indices must be i32 or i64, found {idx}")
+        try:
+            self.infer_shape([static_shape(v) or () for v in self.operands])
+        except ShapeError as err:
+            raise VerifyException(str(err)) from None
+
+    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+        upd, idx = shapes
+        target = static_shape(self.result)
+        if target is None:
+            raise ShapeError("frame.scatter_add: the result type must be static")
+        if len(upd) != 2 or len(idx) != 1 or len(target) != 2 or upd[0] != idx[0] \
+                or upd[1] != target[1]:
+            raise ShapeError(f"frame.scatter_add: expected updates [K, F], indices [K] and a "
+                             f"[V, F] result, found {_fmt(upd)}, {_fmt(idx)}, {_fmt(target)}")
+        return target
+
+
+@irdl_op_definition
+class GatherRowsOp(FrameOp):
+    """out[k, :] = x[indices[k], :] (the VJP of frame.scatter_add for its updates).
+
+    ``%g = frame.gather_rows %x, %i : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>``
+    """
+
+    name = "frame.gather_rows"
+    source = operand_def(AnyF32Tensor)
+    indices = operand_def(base(TensorType))
+    result = result_def(AnyF32Tensor)
+    assembly_format = "$source `,` $indices attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, source: SSAValue | Operation, indices: SSAValue | Operation):
+        src, idx = SSAValue.get(source), SSAValue.get(indices)
+        s, i = static_shape(src), static_shape(idx)
+        rtype = tensor_type((i[0], s[1]), element_type(src)) if s and i else \
+            UnrankedTensorType(element_type(src))
+        super().__init__(operands=[src, idx], result_types=[rtype])
+
+    def verify_(self) -> None:
+        if getattr(self.indices.type, "element_type", None) not in (i32, i64):
+            raise VerifyException(f"frame.gather_rows: indices must be i32 or i64, found "
+                                  f"{self.indices.type}")
+
+    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+        src, idx = shapes
+        if len(src) != 2 or len(idx) != 1:
+            raise ShapeError(f"frame.gather_rows: expected [V, F] and [K], found {_fmt(src)} "
+                             f"and {_fmt(idx)}")
+        return (idx[0], src[1])
+
+
+@irdl_op_definition
 class SgdUpdateOp(BinaryOp):
     """One SGD step for a parameter: ``p - lr * g`` (inserted by frame-sgd-fuse).
 
@@ -964,6 +1041,8 @@ Frame = Dialect(
         ConvOp,
         ConvGradInputOp,
         ConvGradWeightOp,
+        ScatterAddOp,
+        GatherRowsOp,
         SelectiveScanOp,
         SelectiveScanGradOp,
         MaxPoolOp,

@@ -76,7 +76,7 @@ class Lowerer:
         b = Builder(InsertPoint.at_end(block))
         # Half-precision storage, f32 arithmetic: widen what is loaded, round what is
         # stored (the rounding happens once per op, at its boundary).
-        args = [b.insert(arith.ExtFOp(a, f32)).result if a.type != f32 else a
+        args = [b.insert(arith.ExtFOp(a, f32)).result if a.type == builtin.f16 else a
                 for a in block.args]
         result = body(b, args)
         if elems[-1] != f32:
@@ -574,7 +574,49 @@ def _selective_scan_grad(lw: Lowerer, op: Operation) -> SSAValue:
     return g
 
 
+def _row_match(b: Builder, index: SSAValue, row_dim: int) -> SSAValue:
+    """index (i32/i64 element) == the loop index of `row_dim` (an i1)."""
+    row = b.insert(linalg.IndexOp(row_dim)).result
+    as_index = b.insert(arith.IndexCastOp(index, builtin.IndexType())).result
+    return b.insert(arith.CmpiOp(as_index, row, "eq")).result
+
+
+def _scatter_add(lw: Lowerer, op: Operation) -> SSAValue:
+    """out[v, f] = sum_k (indices[k] == v) * updates[k, f]: a dense one-hot reduction
+    over (v, f, k), which linalg can express (a data-dependent output index it cannot)."""
+    assert isinstance(op, frame.ScatterAddOp)
+    typ = _result_type(op)
+    init = lw.filled(_accumulator_type(typ), 0.0)
+    maps = [dims_map(3, [2, 1]), dims_map(3, [2]), dims_map(3, [0, 1])]
+
+    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        hit = _row_match(b, a[1], 0)
+        added = b.insert(arith.AddfOp(a[2], a[0])).result
+        return b.insert(arith.SelectOp(hit, added, a[2])).result
+
+    total = lw.generic([op.updates, op.indices], init, maps, [PAR, PAR, RED], body)
+    return _round_to(lw, total, typ)
+
+
+def _gather_rows(lw: Lowerer, op: Operation) -> SSAValue:
+    """out[k, f] = sum_v (indices[k] == v) * x[v, f]."""
+    assert isinstance(op, frame.GatherRowsOp)
+    typ = _result_type(op)
+    init = lw.filled(_accumulator_type(typ), 0.0)
+    maps = [dims_map(3, [2, 1]), dims_map(3, [0]), dims_map(3, [0, 1])]
+
+    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        hit = _row_match(b, a[1], 2)
+        added = b.insert(arith.AddfOp(a[2], a[0])).result
+        return b.insert(arith.SelectOp(hit, added, a[2])).result
+
+    total = lw.generic([op.source, op.indices], init, maps, [PAR, PAR, RED], body)
+    return _round_to(lw, total, typ)
+
+
 LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
+    frame.ScatterAddOp: _scatter_add,
+    frame.GatherRowsOp: _gather_rows,
     frame.SelectiveScanOp: _selective_scan,
     frame.SelectiveScanGradOp: _selective_scan_grad,
     frame.MaxPoolOp: _max_pool,

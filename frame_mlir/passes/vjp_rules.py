@@ -139,7 +139,14 @@ def _selective_scan(emit: Emitter, op: Operation, dc: SSAValue,
             for k in range(5)]
 
 
+def _scatter_add(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.ScatterAddOp)
+    # Integer indices get no adjoint.
+    return [emit(frame.GatherRowsOp(dc, op.indices)) if need[0] else None, None]
+
+
 VJP_RULES: dict[type[Operation], VjpRule] = {
+    frame.ScatterAddOp: _scatter_add,
     frame.SelectiveScanOp: _selective_scan,
     frame.MaxPoolOp: _max_pool,
     frame.AvgPoolOp: _avg_pool,

@@ -53,12 +53,15 @@ class FunctionSignature:
         return [a for a in self.args if a.kind in kinds]
 
 
-#: Host storage of each memref element type a compiled function may take.
-_HOST_DTYPES: dict[type, np.dtype] = {
-    builtin.Float32Type: np.dtype(np.float32),
-    builtin.Float16Type: np.dtype(np.float16),
-    builtin.IntegerType: np.dtype(np.uint8),  # the i8 arena
-}
+def host_dtype(elem: object) -> np.dtype:
+    """Host storage of a memref element type (i8 is the byte arena)."""
+    if isinstance(elem, builtin.Float32Type):
+        return np.dtype(np.float32)
+    if isinstance(elem, builtin.Float16Type):
+        return np.dtype(np.float16)
+    if isinstance(elem, builtin.IntegerType):
+        return np.dtype({8: np.uint8, 32: np.int32, 64: np.int64}[elem.width.data])
+    raise ValueError(f"no host storage for element type {elem}")
 
 
 def signatures(module: ModuleOp) -> dict[str, FunctionSignature]:
@@ -75,7 +78,7 @@ def signatures(module: ModuleOp) -> dict[str, FunctionSignature]:
                 raise ValueError(f"@{fn.sym_name.data}: argument #{i} is not a memref; "
                                  "signatures are read after bufferization")
             shape = tuple(arg.type.get_shape())
-            dtype = _HOST_DTYPES[type(arg.type.element_type)]
+            dtype = host_dtype(arg.type.element_type)
             entries = d.data if d is not None else {}
             name = arg.name_hint or f"arg{i}"
             alias = entries.get("frame.aliasing_output")

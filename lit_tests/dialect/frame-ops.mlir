@@ -139,3 +139,14 @@ func.func @scan_ops(%x: tensor<2x5xf32>, %a: tensor<2x5xf32>, %b: tensor<2x5xf32
 // CHECK-LABEL: func.func @scan_ops(
 // CHECK:         frame.selective_scan %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x5xf32>
 // CHECK-NEXT:    frame.selective_scan_grad %{{.*}} {wrt = 1 : i64}
+
+// scatter_add and its VJP, with integer indices.
+func.func @indexed_ops(%u: tensor<3x2xf32>, %i: tensor<3xi64>) -> tensor<3x2xf32> {
+  %o = frame.scatter_add %u, %i : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<4x2xf32>
+  %g = frame.gather_rows %o, %i : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>
+  func.return %g : tensor<3x2xf32>
+}
+
+// CHECK-LABEL: func.func @indexed_ops(
+// CHECK:         frame.scatter_add %{{.*}}, %{{.*}} : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<4x2xf32>
+// CHECK-NEXT:    frame.gather_rows %{{.*}}, %{{.*}} : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>

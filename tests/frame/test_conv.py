@@ -115,3 +115,18 @@ def test_selective_scan_sheet_example_and_gradients() -> None:
         np.testing.assert_allclose(got.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError):
         frame._core.selective_scan(g, vs[0], vs[1], vs[2], vs[3], g.add_graph_input([4], F32))
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_scatter_add_sheet_example(index_dtype: type) -> None:
+    g = frame.Graph("scatter")
+    u = g.add_graph_input([3, 2], F32)
+    i = g.add_graph_input([3], frame.DType.int32 if index_dtype is np.int32
+                          else frame.DType.int64)
+    g.mark_output(frame._core.scatter_add(g, u, i, [4, 2]))
+    ex = frame.compile(g, "cpu")
+    rows = frame.from_numpy(np.array([[10, 20], [1, 2], [100, 200]], dtype=np.float32))
+    (out,) = ex.run([rows, frame.from_numpy(np.array([2, 0, 2], dtype=index_dtype))])
+    np.testing.assert_array_equal(out.numpy(), [[1, 2], [0, 0], [110, 220], [0, 0]])
+    with pytest.raises(ValueError):  # an index outside [0, V) at run time
+        ex.run([rows, frame.from_numpy(np.array([2, 0, 4], dtype=index_dtype))])
