@@ -57,10 +57,14 @@ class Module:
             raise ValueError(f"build: module '{self.name}' expects {self._inputs} inputs, "
                              f"found {len(inputs)}")
         values = [graph._own(v, "build") for v in (*inputs, *params)]
+        dtypes = {v._dtype for v in values}
+        if len(dtypes) > 1:
+            raise ValueError(f"build: module '{self.name}' got mixed dtypes "
+                             f"{sorted(d.name for d in dtypes)}")
         for v in values:
-            if v._dtype != DType.float32:
-                raise NotImplementedError(f"build: {v._dtype.name} modules are not "
-                                          "implemented yet")
+            if v._dtype not in (DType.float32, DType.float16):
+                raise ValueError(f"build: module '{self.name}' expects float32 or float16 "
+                                 f"values, found '{v._dtype.name}'")
         if callable(self._check):
             self._check(values)
         ir = IrGraph(graph.name or "graph")

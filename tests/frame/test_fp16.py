@@ -82,3 +82,48 @@ def test_fp16_sgd_rounds_like_the_reference() -> None:
     expected = (p.astype(np.float32) + (neg_lr.astype(np.float32) * gr.astype(np.float32))
                 .astype(np.float16).astype(np.float32)).astype(np.float16)
     np.testing.assert_array_equal(out.numpy(), expected)
+
+
+def test_fp16_modules_build_and_train() -> None:
+    """nn modules on float16 values: Linear + Relu + Conv2d keep float16 end to end."""
+    m = frame.nn.Sequential("net", [frame.nn.Linear("fc", 4, 3, 2, True, F16),
+                                    frame.nn.Relu("act")])
+    assert all(dtype == F16 for _, _, dtype in m.parameters())
+    g = frame.Graph("h")
+    x = g.add_graph_input([4, 3], F16)
+    ps = frame.nn.add_parameter_inputs(g, m)
+    t = g.add_graph_input([4, 2], F16)
+    (y,) = m.build(g, [x], ps)
+    g.mark_output(frame.mse_loss(g, y, t))
+    train = frame.compile(frame.build_backward_graph(g, 0, [1, 2]), "cpu")
+    update = frame.compile(frame.build_sgd_update_graph(
+        [(shape, dt) for _, shape, dt in m.parameters()], 0.3), "cpu")
+    rng = np.random.default_rng(5)
+    xv = rng.uniform(-1, 1, (4, 3)).astype(np.float32)
+    # A target the network can reach: the output of a "teacher" with other weights.
+    teacher = np.maximum(xv @ rng.uniform(-1, 1, (3, 2)) + 0.5, 0).astype(np.float16)
+    xs, ts = frame.from_numpy(xv.astype(np.float16)), frame.from_numpy(teacher)
+    params = [frame.from_numpy(rng.uniform(0, 0.5, shape).astype(np.float16))
+              for _, shape, _ in m.parameters()]
+    first = last = None
+    for _ in range(100):
+        loss, *grads = train.run([xs, *params, ts])
+        assert loss.dtype == F16 and all(gr.dtype == F16 for gr in grads)
+        first = float(loss.numpy()) if first is None else first
+        last = float(loss.numpy())
+        params = update.run([*params, *grads])
+    assert last < 0.5 * first
+
+    conv = frame.nn.Conv2d("c", 2, 2, [3, 3], [1, 1], [1, 1], 1, True, F16)
+    g = frame.Graph("conv16")
+    x = g.add_graph_input([1, 2, 4, 4], F16)
+    (y,) = conv.build(g, [x], frame.nn.add_parameter_inputs(g, conv))
+    g.mark_output(y)
+    arrays = [rng.standard_normal(s).astype(np.float16)
+              for s in ([1, 2, 4, 4], [2, 2, 3, 3], [2])]
+    (out,) = frame.compile(g, "cpu").run([frame.from_numpy(a) for a in arrays])
+    torch = pytest.importorskip("torch")
+    ref = torch.nn.functional.conv2d(*[torch.from_numpy(a.astype(np.float32)) for a in arrays],
+                                     padding=1).numpy()
+    assert out.dtype == F16
+    np.testing.assert_allclose(out.numpy().astype(np.float32), ref, rtol=RTOL, atol=1e-2)
