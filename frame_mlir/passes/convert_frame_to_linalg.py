@@ -581,37 +581,34 @@ def _row_match(b: Builder, index: SSAValue, row_dim: int) -> SSAValue:
     return b.insert(arith.CmpiOp(as_index, row, "eq")).result
 
 
-def _scatter_add(lw: Lowerer, op: Operation) -> SSAValue:
-    """out[v, f] = sum_k (indices[k] == v) * updates[k, f]: a dense one-hot reduction
-    over (v, f, k), which linalg can express (a data-dependent output index it cannot)."""
-    assert isinstance(op, frame.ScatterAddOp)
+def _one_hot_rows(lw: Lowerer, op: Operation, values: SSAValue, indices: SSAValue,
+                  values_dims: list[int], index_dim: int, row_dim: int) -> SSAValue:
+    """A row gather or scatter over (i, f, j) as a dense one-hot reduction: add
+    values[.., f] where indices[index_dim] equals the loop index `row_dim`. linalg
+    cannot express a data-dependent index, but it can express this."""
     typ = _result_type(op)
-    init = lw.filled(_accumulator_type(typ), 0.0)
-    maps = [dims_map(3, [2, 1]), dims_map(3, [2]), dims_map(3, [0, 1])]
+    maps = [dims_map(3, values_dims), dims_map(3, [index_dim]), dims_map(3, [0, 1])]
 
     def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
-        hit = _row_match(b, a[1], 0)
+        hit = _row_match(b, a[1], row_dim)
         added = b.insert(arith.AddfOp(a[2], a[0])).result
         return b.insert(arith.SelectOp(hit, added, a[2])).result
 
-    total = lw.generic([op.updates, op.indices], init, maps, [PAR, PAR, RED], body)
+    total = lw.generic([values, indices], lw.filled(_accumulator_type(typ), 0.0), maps,
+                       [PAR, PAR, RED], body)
     return _round_to(lw, total, typ)
+
+
+def _scatter_add(lw: Lowerer, op: Operation) -> SSAValue:
+    """out[v, f] = sum_k (indices[k] == v) * updates[k, f], over (v, f, k)."""
+    assert isinstance(op, frame.ScatterAddOp)
+    return _one_hot_rows(lw, op, op.updates, op.indices, [2, 1], 2, 0)
 
 
 def _gather_rows(lw: Lowerer, op: Operation) -> SSAValue:
-    """out[k, f] = sum_v (indices[k] == v) * x[v, f]."""
+    """out[k, f] = sum_v (indices[k] == v) * x[v, f], over (k, f, v)."""
     assert isinstance(op, frame.GatherRowsOp)
-    typ = _result_type(op)
-    init = lw.filled(_accumulator_type(typ), 0.0)
-    maps = [dims_map(3, [2, 1]), dims_map(3, [0]), dims_map(3, [0, 1])]
-
-    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
-        hit = _row_match(b, a[1], 2)
-        added = b.insert(arith.AddfOp(a[2], a[0])).result
-        return b.insert(arith.SelectOp(hit, added, a[2])).result
-
-    total = lw.generic([op.source, op.indices], init, maps, [PAR, PAR, RED], body)
-    return _round_to(lw, total, typ)
+    return _one_hot_rows(lw, op, op.source, op.indices, [2, 1], 0, 2)
 
 
 LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
