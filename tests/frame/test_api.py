@@ -16,29 +16,16 @@ from collections.abc import Callable
 import numpy as np
 import onnx
 import pytest
+from frame_test_support import F32, f32
+from frame_test_support import assert_close as _assert_close
 from onnx import numpy_helper
 
 import frame
 from frame import _core
 
-F32 = frame.DType.float32
-RTOL, ATOL = 1e-5, 1e-6
-
 
 def assert_close(actual: np.ndarray, expected: np.ndarray) -> None:
-    """Sheet section 10, float32: elementwise ``|a - e| <= atol + rtol * |e|``, same shape."""
-    actual = np.asarray(actual)
-    expected = np.asarray(expected, dtype=np.float64)
-    assert actual.shape == expected.shape
-    assert actual.dtype == np.float32
-    err = np.abs(actual.astype(np.float64) - expected)
-    bound = ATOL + RTOL * np.abs(expected)
-    assert np.all(err <= bound), f"max excess {np.max(err - bound)}"
-
-
-def f32(a: object) -> frame.Tensor:
-    """A float32 cpu tensor of `a`."""
-    return frame.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
+    _assert_close(actual, expected, require_f32=True)
 
 
 def run1(graph: frame.Graph, *inputs: frame.Tensor) -> list[np.ndarray]:

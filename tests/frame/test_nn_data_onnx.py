@@ -14,24 +14,12 @@ import os
 import numpy as np
 import onnx
 import pytest
+from frame_test_support import F32, assert_close
 from onnx import numpy_helper
 
 import frame
 from frame import _core, nn
 from frame.data import DataLoader, DataLoaderOptions, TensorDataset
-
-F32 = frame.DType.float32
-RTOL, ATOL = 1e-5, 1e-6
-
-
-def assert_close(actual: np.ndarray, expected: np.ndarray) -> None:
-    """Sheet section 10, float32: elementwise ``|a - e| <= atol + rtol * |e|``, same shape."""
-    actual = np.asarray(actual)
-    expected = np.asarray(expected, dtype=np.float64)
-    assert actual.shape == expected.shape
-    err = np.abs(actual.astype(np.float64) - expected)
-    assert np.all(err <= ATOL + RTOL * np.abs(expected))
-
 
 # ===================================================================== nn: parameters
 

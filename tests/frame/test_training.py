@@ -13,29 +13,12 @@ import numpy as np
 import onnx
 import pytest
 import torch
+from frame_test_support import F32, assert_close, f32
 from onnx import numpy_helper
 
 import frame
 from frame import nn
 from frame_mlir.runtime.random import MT19937, uniform_float32
-
-F32 = frame.DType.float32
-RTOL, ATOL = 1e-5, 1e-6
-
-
-def assert_close(actual: np.ndarray, expected: np.ndarray) -> None:
-    """Sheet section 10, float32: elementwise ``|a - e| <= atol + rtol * |e|``, same shape."""
-    actual = np.asarray(actual)
-    expected = np.asarray(expected, dtype=np.float64)
-    assert actual.shape == expected.shape
-    err = np.abs(actual.astype(np.float64) - expected)
-    bound = ATOL + RTOL * np.abs(expected)
-    assert np.all(err <= bound), f"max excess {np.max(err - bound)}"
-
-
-def f32(a: object) -> frame.Tensor:
-    return frame.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
-
 
 # ===================================================================== SGD update graph
 
