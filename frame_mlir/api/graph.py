@@ -13,9 +13,7 @@ be graph outputs, returned as they are.
 
 from __future__ import annotations
 
-import math
 import re
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -86,7 +84,6 @@ class Graph:
         self._hidden: dict[BlockArgument, _Constant] = {}  # non-splat constants
         self._outputs: list[Value] = []
         self._backend: str | None = None
-        self._values: weakref.WeakSet[Value] = weakref.WeakSet()
         #: (index value, exclusive bound) of each scatter_add, checked at run time.
         self._index_bounds: list[tuple[SSAValue, int]] = []
 
@@ -96,8 +93,7 @@ class Graph:
 
     # -- construction --------------------------------------------------------------
     def _value(self, ssa: SSAValue, shape: Sequence[int], dtype: DType) -> Value:
-        v = Value._make(self, ssa, tuple(shape), dtype)
-        return v
+        return Value._make(self, ssa, tuple(shape), dtype)
 
     def _own(self, v: object, what: str) -> Value:
         if not isinstance(v, Value):
@@ -288,7 +284,7 @@ class Executable:
                                  f"executable on '{self._backend}'")
             arrays.append(t.storage())
         arrays += [c.data for c in self._hidden]
-        for pos, bound in getattr(self, "_index_bounds", []):
+        for pos, bound in self._index_bounds:
             idx = arrays[pos]
             if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= bound):
                 raise ValueError(f"run: scatter_add index out of range: expected 0 <= index < "
@@ -361,6 +357,3 @@ def compile(graph: Graph, backend: str) -> Executable:  # noqa: A001 - the API's
     check_backend(backend)
     return Executable._make(graph, backend)
 
-
-def numel(dims: Sequence[int]) -> int:
-    return math.prod(dims)
