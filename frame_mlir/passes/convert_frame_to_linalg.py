@@ -326,13 +326,18 @@ def _reshape(lw: Lowerer, op: Operation) -> SSAValue:
                       [PAR] * rank, lambda b, a: a[0])
 
 
+def _padded_shape(shape: Sequence[int], padding: Sequence[int]) -> tuple[int, ...]:
+    """[N, C, *S] with `padding` added on both sides of each spatial dim."""
+    return (*shape[:2], *(s + 2 * p for s, p in zip(shape[2:], padding, strict=True)))
+
+
 def _pad(lw: Lowerer, x: SSAValue, padding: Sequence[int], value: float = 0.0) -> SSAValue:
     """`x` [N, C, *S] padded with `value` by `padding` on both sides of each spatial dim."""
     if not any(padding):
         return x
     shape = frame.static_shape(x) or ()
     rank = len(shape)
-    padded = (*shape[:2], *(s + 2 * p for s, p in zip(shape[2:], padding, strict=True)))
+    padded = _padded_shape(shape, padding)
     init = lw.filled(TensorType(frame.element_type(x), padded), value)
     dims = [AffineExpr.dimension(d) for d in range(rank)]
     out = AffineMapAttr(AffineMap(rank, 0, (*dims[:2], *(d + p for d, p in zip(
@@ -376,7 +381,7 @@ def _conv_grad_input(lw: Lowerer, op: Operation) -> SSAValue:
     st, pad, groups = op.conv_attrs()
     typ = _result_type(op)
     shape = tuple(typ.get_shape())
-    padded = (*shape[:2], *(s + 2 * p for s, p in zip(shape[2:], pad, strict=True)))
+    padded = _padded_shape(shape, pad)
     _, x_map, w_map, y_map, its = _conv_maps(padded, frame.static_shape(op.rhs) or (), st,
                                              groups)
     init = lw.filled(TensorType(f32, padded), 0.0)
@@ -448,7 +453,7 @@ def _avg_pool_grad(lw: Lowerer, op: Operation) -> SSAValue:
     kernel, stride, pad = op.pool_attrs()
     typ = _result_type(op)
     shape = tuple(typ.get_shape())
-    padded = (*shape[:2], *(s + 2 * p for s, p in zip(shape[2:], pad, strict=True)))
+    padded = _padded_shape(shape, pad)
     x_map, y_map, w_map, its = _pool_maps(len(shape), kernel, stride)
     count = float(prod(kernel))
 

@@ -183,8 +183,7 @@ class _MainWriter:
         spec, loops = self.spec, self.loops
         name = loops.lowered.function
         step_fn = f"{name}_train_step"
-        predict_fn = getattr(loops.lowered, "predict_function", f"{name}_predict")
-        has_predict = predict_fn in loops.signatures
+        predict_fn = loops.lowered.predict_function
         plan = initial_value_plan(spec)
         _, step_sig = self.function(step_fn)
         (loss_arg,) = step_sig.of_kind("output")
@@ -209,12 +208,10 @@ class _MainWriter:
         self.line(f"alignas(64) static std::uint8_t {arena}[{arena_size}];")
         loss = self.names.fresh("loss")
         self.line(f"float {loss} = 0.0f;")
-        prediction = None
-        if has_predict:
-            _, psig = self.function(predict_fn)
-            (pred_arg,) = psig.of_kind("output")
-            prediction = self.names.fresh("prediction")
-            self.line(f"alignas(64) static float {prediction}[{_size_expr(pred_arg.shape)}];")
+        _, psig = self.function(predict_fn)
+        (pred_arg,) = psig.of_kind("output")
+        prediction = self.names.fresh("prediction")
+        self.line(f"alignas(64) static float {prediction}[{_size_expr(pred_arg.shape)}];")
 
         self.line()
         uniform = [s for s in plan if isinstance(s.init, UniformInit)]
@@ -264,30 +261,23 @@ class _MainWriter:
         self.line('std::fputs("\\n", stdout);')
         self.line()
 
-        if has_predict and prediction is not None:
-            _, psig = self.function(predict_fn)
-            (pred_arg,) = psig.of_kind("output")
-            shape = pred_arg.shape
-            rows = shape[0] if shape else 1
-            cols = prod(shape[1:]) if shape else 1
-            self.line(f"// Predictions of the trained model (layer {spec.loss.prediction}), "
-                      "as frame-run")
-            self.line("// --print-predictions prints them: one row per line.")
-            self.line(self.call(predict_fn, buffers, prediction, arena))
-            self.line(f'std::printf("predictions {spec.loss.prediction} '
-                      f'[{", ".join(str(d) for d in shape)}]\\n");')
-            r, c = self.names.fresh("row"), self.names.fresh("col")
-            self.line(f"for (int {r} = 0; {r} < {rows}; ++{r}) {{")
-            self.line(f"for (int {c} = 0; {c} < {cols}; ++{c}) {{", 2)
-            self.line(f'if ({c} > 0) std::fputs(" ", stdout);', 3)
-            self.line(f"print_value({prediction}[{r} * {cols} + {c}]);", 3)
-            self.line("}", 2)
-            self.line('std::fputs("\\n", stdout);', 2)
-            self.line("}")
-        else:
-            self.line(f"// TODO(predict): the module has no @{predict_fn} yet; the "
-                      "predictions block")
-            self.line("// is printed once the frontend lowers it.")
+        shape = pred_arg.shape
+        rows = shape[0] if shape else 1
+        cols = prod(shape[1:]) if shape else 1
+        self.line(f"// Predictions of the trained model (layer {spec.loss.prediction}), "
+                  "as frame-run")
+        self.line("// --print-predictions prints them: one row per line.")
+        self.line(self.call(predict_fn, buffers, prediction, arena))
+        self.line(f'std::printf("predictions {spec.loss.prediction} '
+                  f'[{", ".join(str(d) for d in shape)}]\\n");')
+        r, c = self.names.fresh("row"), self.names.fresh("col")
+        self.line(f"for (int {r} = 0; {r} < {rows}; ++{r}) {{")
+        self.line(f"for (int {c} = 0; {c} < {cols}; ++{c}) {{", 2)
+        self.line(f'if ({c} > 0) std::fputs(" ", stdout);', 3)
+        self.line(f"print_value({prediction}[{r} * {cols} + {c}]);", 3)
+        self.line("}", 2)
+        self.line('std::fputs("\\n", stdout);', 2)
+        self.line("}")
         self.line(f'std::fprintf(stderr, "train_seconds %.9f\\n", {seconds}.count());')
         self.line("return 0;")
         self.line("}", 0)
