@@ -2,7 +2,7 @@
 
     frame-dslc --check spec.json   validate; prints `OK <model name>`
     frame-dslc --run spec.json     compile and train in process (like frame-run)
-    frame-dslc --emit spec.json --out DIR   write DIR/main.cpp + DIR/CMakeLists.txt:
+    frame-dslc --emit spec.json -o DIR      write DIR/main.cpp + DIR/CMakeLists.txt:
                                    a standalone C++ program that trains the model
 
 Exit status is non-zero on any violation, with one error line per violation.
@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--run", action="store_true", help="compile and train")
     mode.add_argument("--emit", action="store_true", help="emit a standalone C++ project")
     p.add_argument("spec", help="model spec (JSON, schema_version 0)")
-    p.add_argument("--out", help="output directory for --emit")
+    p.add_argument("-o", "--out", help="output directory for --emit")
     return p
 
 

@@ -432,6 +432,16 @@ def test_fe000_seed_negative() -> None:
     assert rejects(doc) == {("FE-000", "/training/seed")}
 
 
+@pytest.mark.parametrize("key", ["steps", "log_every"])
+def test_fe000_step_counts_fit_int32(key: str) -> None:
+    doc = tiny()
+    doc["training"][key] = 2**31 - 1
+    parse_spec(json.dumps(doc), "t.json")
+    for too_big in (2**31, 10**30):
+        doc["training"][key] = too_big
+        assert rejects(doc) == {("FE-000", f"/training/{key}")}
+
+
 def test_fe000_inline_value_beyond_float32() -> None:
     doc = tiny()
     doc["data"]["target"] = {"kind": "inline", "values": [0.0] * 7 + [1e39]}

@@ -21,6 +21,7 @@ calls `emit_program`.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
@@ -309,6 +310,10 @@ def emit_program(spec: ModelSpec, out_dir: Path) -> list[Path]:
     DIR/build/<model>`.
     """
     out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        # mkdir would say "File exists", which reads as if DIR were fine.
+        raise NotADirectoryError(errno.ENOTDIR, "expected a directory, found a file",
+                                 str(out_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
     main_cpp = out_dir / "main.cpp"
     main_cpp.write_text(generate_program(spec))
