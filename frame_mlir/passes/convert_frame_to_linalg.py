@@ -161,8 +161,9 @@ def _relu_grad(lw: Lowerer, op: Operation) -> SSAValue:
 
 
 def _mac(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
-    # A fused multiply-add: one rounding per step, as BLAS kernels (and PyTorch's
-    # matmul) do, and one instruction instead of two in the vectorized loop.
+    # A fused multiply-add: one rounding per step instead of two, and one instruction
+    # instead of two in the vectorized loop. PyTorch's matmul rounds as its MKL kernel
+    # does for the shape and CPU, so the two agree to rounding (docs/numerics.md).
     return b.insert(math.FmaOp(a[0], a[1], a[2])).result
 
 
