@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -562,8 +563,8 @@ def _paths(node: Any, parts: tuple[str | int, ...] = ()) -> list[tuple[str | int
 REPLACEMENTS: list[Any] = [None, True, -1, 0, 2.5, "", "s", [], {}, [[1]], 1e308, 2**64]
 
 
-def test_mutations_never_escape_as_other_exceptions() -> None:
-    base = tiny()
+def _mutants(base: dict[str, Any]) -> Iterator[tuple[tuple[str | int, ...], Any, dict[str, Any]]]:
+    """(path, new value or "DELETE", mutated document) for every node of `base`."""
     for parts in _paths(base)[1:]:
         for value in [*REPLACEMENTS, "DELETE"]:
             doc = copy.deepcopy(base)
@@ -577,14 +578,47 @@ def test_mutations_never_escape_as_other_exceptions() -> None:
                     node.pop(parts[-1])
             else:
                 node[parts[-1]] = value
-            try:
-                parse_spec(json.dumps(doc), "m.json")
-            except SpecError as err:
-                assert err.diagnostics, parts
-                for d in err.diagnostics:
-                    assert d.rule in {"FE-000", "FE-001", "FE-002", "FE-003", "FE-004", "FE-005"}, d
-                    # Pointers name a place in (or right under) the document.
-                    assert d.pointer == "" or d.pointer.startswith("/"), d
+            yield parts, value, doc
+
+
+def test_mutations_never_escape_as_other_exceptions() -> None:
+    for parts, _, doc in _mutants(tiny()):
+        try:
+            parse_spec(json.dumps(doc), "m.json")
+        except SpecError as err:
+            assert err.diagnostics, parts
+            for d in err.diagnostics:
+                assert d.rule in {"FE-000", "FE-001", "FE-002", "FE-003", "FE-004", "FE-005"}, d
+                # Pointers name a place in (or right under) the document.
+                assert d.pointer == "" or d.pointer.startswith("/"), d
+
+
+def test_accepted_mutations_train() -> None:
+    """What the validator accepts, the compiler and trainer handle: no other exception.
+
+    (A schema that let `steps: 2**64` through once failed only inside the trainer.)
+    Mutants that differ only in `data` or `training` share one compilation: those
+    sections reach the trainer, not the IR.
+    """
+    from frame_mlir.runtime.random import generate_initial_values
+    from frame_mlir.runtime.trainer import CompiledSpec, train
+
+    base = tiny()
+    base["training"]["steps"] = 3  # compiling is the point; training runs only to show it does
+    compiled: dict[str, CompiledSpec] = {}
+    accepted = 0
+    for parts, value, doc in _mutants(base):
+        try:
+            spec = parse_spec(json.dumps(doc), "m.json")
+        except SpecError:
+            continue
+        accepted += 1
+        key = json.dumps({k: v for k, v in doc.items() if k not in ("data", "training")})
+        if key not in compiled:
+            compiled[key] = CompiledSpec(spec)
+        result = train(spec, compiled=compiled[key], values=generate_initial_values(spec))
+        assert result.losses.shape == (spec.training.steps,), (parts, value)
+    assert accepted >= 20  # the mutations still exercise the accepting side
 
 
 def test_validate_is_deterministic_and_pure() -> None:
