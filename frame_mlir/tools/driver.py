@@ -71,8 +71,12 @@ def format_predictions(spec: ModelSpec, values: np.ndarray) -> str:
 
 
 def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = False,
-                 print_predictions: bool = False) -> int:
-    """Compile and train `spec`, printing `step N loss V` lines and `final_loss V`."""
+                 print_predictions: bool = False, tool: str = "frame-run") -> int:
+    """Compile and train `spec`, printing `step N loss V` lines and `final_loss V`.
+
+    A loss that stops being finite is reported on stderr as a warning by `tool`; the
+    exit status stays 0, since the run did what the spec asked.
+    """
     from frame_mlir.runtime.trainer import CompiledSpec, train
 
     hook = print_ir_after_all_hook(sys.stderr) if print_ir_after_all else None
@@ -80,6 +84,15 @@ def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = Fal
     result = train(spec, compiled=compiled,
                    on_log=lambda i, loss: out.write(f"step {i} loss {format_loss(loss)}\n"))
     out.write(f"final_loss {format_loss(result.final_loss)}\n")
+    bad = np.flatnonzero(~np.isfinite(result.losses))
+    if bad.size:
+        # Not an input error (the run did what the spec says), but nan lines alone
+        # leave the user guessing where it went wrong.
+        step = int(bad[0])
+        sys.stderr.write(
+            f"{tool}: warning: training diverged: the loss first became "
+            f"{format_loss(float(result.losses[step]))} at step {step} "
+            f"(learning_rate {spec.optimizer.learning_rate:g} may be too large)\n")
     if print_predictions:
         out.write(format_predictions(spec, result.predictions))
     return 0

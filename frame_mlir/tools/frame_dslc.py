@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         from frame_mlir.tools.driver import run_training
 
-        return run_training(spec, sys.stdout)
+        return run_training(spec, sys.stdout, tool="frame-dslc")
 
     return run_cli("frame-dslc", body)
 

@@ -40,7 +40,8 @@ from frame_mlir.tools.driver import run_training
 
 TESTDATA = Path(__file__).resolve().parents[2] / "testdata"
 SPECS = ["tiny_mlp", "skip_mlp", "nobias_mlp", "nonfinal_pred", "reuse_input", "inline_data",
-         "mnist_mlp", "odd_mlp"]
+         "mnist_mlp", "odd_mlp", "diverge_mlp"]
+FINITE_SPECS = [n for n in SPECS if n != "diverge_mlp"]
 
 CXX = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
 needs_toolchain = pytest.mark.skipif(shutil.which("cmake") is None or CXX is None,
@@ -69,13 +70,25 @@ ODD_MLP = {
     },
 }
 
+# tiny_mlp with a learning rate that overflows the loss at step 1 (inf, then nan): the
+# programs print non-finite values exactly as frame-run does, and warn on stderr.
+DIVERGE_MLP = {
+    **json.loads((TESTDATA / "tiny_mlp.json").read_text()),
+    "model": {"name": "diverge_mlp", "dtype": "float32", "batch": 8},
+    "optimizer": {"kind": "sgd", "learning_rate": 1e30},
+    "training": {"steps": 20, "seed": 20260713, "log_every": 5},
+}
+GENERATED_SPECS = {"odd_mlp": ODD_MLP, "diverge_mlp": DIVERGE_MLP}
+DIVERGE_WARNING = ("diverge_mlp: warning: training diverged: the loss first became inf at "
+                   "step 1 (learning_rate 1e+30 may be too large)\n")
+
 _STEP = re.compile(r"^step (\d+) loss (\S+)$")
 
 
 def _spec(name: str, tmp: Path) -> ModelSpec:
-    if name == "odd_mlp":
-        path = tmp / "odd_mlp.json"
-        path.write_text(json.dumps(ODD_MLP))
+    if name in GENERATED_SPECS:
+        path = tmp / f"{name}.json"
+        path.write_text(json.dumps(GENERATED_SPECS[name]))
         return load_spec(str(path))
     return load_spec(str(TESTDATA / f"{name}.json"))
 
@@ -144,7 +157,7 @@ def _run(binary: Path) -> subprocess.CompletedProcess[str]:
 
 
 @needs_toolchain
-@pytest.mark.parametrize("name", SPECS)
+@pytest.mark.parametrize("name", FINITE_SPECS)
 def test_every_logged_loss_matches_the_jit(name: str, binaries: dict[str, Path],
                                            jit_outputs: dict[str, str]) -> None:
     got = _losses(_run(binaries[name]).stdout)
@@ -162,7 +175,17 @@ def test_stdout_is_bit_identical_to_frame_run(name: str, binaries: dict[str, Pat
     backends round identically (no contraction; math.fma is std::fma)."""
     proc = _run(binaries[name])
     assert proc.stdout == jit_outputs[name]
-    assert re.fullmatch(r"train_seconds \d+\.\d+\n", proc.stderr)
+    warning = DIVERGE_WARNING if name == "diverge_mlp" else ""
+    assert re.fullmatch(re.escape(warning) + r"train_seconds \d+\.\d+\n", proc.stderr)
+
+
+def test_frame_run_warns_of_divergence(specs: dict[str, ModelSpec],
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The JIT side of the warning the emitted program gives (exit status stays 0)."""
+    out = io.StringIO()
+    assert run_training(specs["diverge_mlp"], out) == 0
+    assert capsys.readouterr().err == DIVERGE_WARNING.replace("diverge_mlp:", "frame-run:")
+    assert "step 5 loss nan\n" in out.getvalue() and out.getvalue().endswith("final_loss nan\n")
 
 
 @needs_toolchain
@@ -214,7 +237,7 @@ def test_inline_data_is_baked_in() -> None:
     assert "fill_uniform(engine, fc1_weight, 3 * 4, -0.5f, 0.5f);" in text
 
 
-@pytest.mark.parametrize("name", [n for n in SPECS if n != "odd_mlp"])
+@pytest.mark.parametrize("name", [n for n in SPECS if n not in GENERATED_SPECS])
 def test_every_op_of_the_loops_stage_has_a_rule(name: str) -> None:
     loops = lower_to_loops(load_spec(str(TESTDATA / f"{name}.json")))
     missing = {op.name for op in loops.module.walk()

@@ -133,11 +133,11 @@ static void fill_uniform(std::mt19937& engine, float* dst, std::size_t n, float 
 
 // Python's f"{v:.9g}" of the float (what frame-run prints): printf's %.9g of the value
 // as a double, except that every NaN prints as "nan" (printf may say "-nan").
-static void print_value(float v) {
+static void print_value(float v, std::FILE* out = stdout) {
   if (std::isnan(v)) {
-    std::fputs("nan", stdout);
+    std::fputs("nan", out);
   } else {
-    std::printf("%.9g", static_cast<double>(v));
+    std::fprintf(out, "%.9g", static_cast<double>(v));
   }
 }
 """
@@ -246,9 +246,17 @@ class _MainWriter:
         self.line("// and the last, like frame-run; the loss is the one before the step's "
                   "update.")
         self.line(f"const std::int64_t {steps} = {spec.training.steps};")
+        diverged = self.names.fresh("diverged")
+        diverged_loss = self.names.fresh("diverged_loss")
+        self.line(f"std::int64_t {diverged} = -1;  // first step whose loss is not finite")
+        self.line(f"float {diverged_loss} = 0.0f;")
         self.line(f"const auto {start} = std::chrono::steady_clock::now();")
         self.line(f"for (std::int64_t {step} = 0; {step} < {steps}; ++{step}) {{")
         self.line(self.call(step_fn, buffers, f"&{loss}", arena), 2)
+        self.line(f"if ({diverged} < 0 && !std::isfinite({loss})) {{", 2)
+        self.line(f"{diverged} = {step};", 3)
+        self.line(f"{diverged_loss} = {loss};", 3)
+        self.line("}", 2)
         self.line(f"if ({logged}) {{", 2)
         self.line(f'std::printf("step %lld loss ", static_cast<long long>({step}));', 3)
         self.line(f"print_value({loss});", 3)
@@ -260,6 +268,14 @@ class _MainWriter:
         self.line('std::fputs("final_loss ", stdout);')
         self.line(f"print_value({loss});")
         self.line('std::fputs("\\n", stdout);')
+        self.line(f"if ({diverged} >= 0) {{  // as frame-run warns")
+        self.line(f'std::fputs("{spec.name}: warning: training diverged: the loss first became ", '
+                  'stderr);', 2)
+        self.line(f"print_value({diverged_loss}, stderr);", 2)
+        self.line(f'std::fprintf(stderr, " at step %lld (learning_rate '
+                  f'{spec.optimizer.learning_rate:g} may be too large)\\n", '
+                  f"static_cast<long long>({diverged}));", 2)
+        self.line("}")
         self.line()
 
         shape = pred_arg.shape
