@@ -46,6 +46,11 @@ def run_cli(tool: str, body: Callable[[], object]) -> int:
     except SystemExit as e:  # argparse usage errors and explicit exits
         code = e.code
         return code if isinstance(code, int) else (EXIT_ERROR if code else 0)
+    except BrokenPipeError:
+        # The reader went away (`frame-opt x.mlir | head`): stop quietly, as Unix tools
+        # do, and keep the interpreter's final flush of stdout from failing again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by it
     except KeyboardInterrupt:
         print(f"{tool}: interrupted", file=sys.stderr)
         return 130

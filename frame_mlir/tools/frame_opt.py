@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import IO
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 
@@ -25,6 +27,28 @@ class FrameOptMain(xDSLOptMain):
         from frame_mlir.dialects.frame import Frame
 
         self.ctx.register_dialect("frame", lambda: Frame)
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str,
+                    start_offset: int = 0) -> ModuleOp | None:
+        """MLIR text through `LocatingParser`: every op gets a file:line:col location."""
+        if file_extension != "mlir":
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        from frame_mlir.tools.locations import LocatingParser
+
+        parser = LocatingParser(self.ctx, chunk.read(), self.get_input_name(),
+                                line_offset=start_offset)
+        return parser.parse_located_module(not self.args.no_implicit_module)
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        """The passes; a verifier failure names the failing op's file:line:col."""
+        from xdsl.utils.exceptions import VerifyException
+
+        from frame_mlir.tools.locations import locate_failure, with_location
+
+        try:
+            super().apply_passes(prog)
+        except VerifyException as e:
+            raise with_location(e, locate_failure(prog, e)) from None
 
     def register_all_passes(self) -> None:
         super().register_all_passes()

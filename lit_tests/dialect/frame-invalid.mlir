@@ -1,13 +1,14 @@
 // One case per frame verifier rule. xDSL's --verify-diagnostics prints the
 // diagnostic (then the module in generic form) instead of failing, so each case
-// checks the message and the function it belongs to.
+// checks the message and the function it belongs to. Diagnostics start with the
+// failing op's file:line:col (checked on the first case).
 // RUN: frame-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %s
 
 func.func @add_shape(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
   %0 = frame.add %a, %b : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x8xf32>
   func.return
 }
-// CHECK:      frame.add: operand shapes must match (no broadcasting in v0): expected [4, 8], found [8, 4]
+// CHECK:      frame-invalid.mlir:[[# @LINE - 3]]:3: frame.add: operand shapes must match (no broadcasting in v0): expected [4, 8], found [8, 4]
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "add_shape"
 

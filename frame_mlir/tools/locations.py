@@ -1,0 +1,78 @@
+"""Source locations for frame-opt: parsed ops remember where they were written.
+
+mlir-opt attaches a `loc("file":line:col)` to every op it parses and reports a
+verifier failure at the failing op's location. xDSL's parser keeps locations only
+when the text spells them out (`loc(...)`), so `LocatingParser` records the start of
+every op it parses and, once the module is read, gives each op without a location a
+`FileLineColLoc`. `locate_failure` finds the op a `VerifyException` came from, so the
+driver can prefix the message with `file:line:col`.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
+
+
+class LocatingParser(Parser):
+    """A Parser that records the source position of every op it parses."""
+
+    def __init__(self, *args: object, line_offset: int = 0, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._op_starts: list[tuple[Operation, int]] = []
+        self._line_offset = line_offset
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        self._op_starts.append((op, start))
+        return op
+
+    def parse_located_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        """`parse_module`, then a FileLineColLoc on every op that has no location."""
+        module = self.parse_module(allow_implicit_module)
+        text = self.lexer.input.content
+        # Offsets where lines start, to turn positions into (line, column) by bisection:
+        # counting newlines per op would be quadratic on a large IR dump.
+        line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        name = StringAttr(self.lexer.input.name)
+        for op, pos in self._op_starts:
+            if isinstance(op.location, UnknownLoc):
+                line = bisect_right(line_starts, pos)
+                col = pos - line_starts[line - 1] + 1
+                op.location = FileLineColLoc(name, IntAttr(line + self._line_offset),
+                                             IntAttr(col))
+        return module
+
+
+def _where(op: Operation | None) -> str | None:
+    """`file:line:col` of `op`, or of its nearest ancestor that has one."""
+    while op is not None:
+        loc = op.location
+        if isinstance(loc, FileLineColLoc):
+            return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+        op = op.parent_op()
+    return None
+
+
+def locate_failure(module: ModuleOp, error: VerifyException) -> str | None:
+    """The location of the first op (in source order) whose own verifier fails."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException:
+            return _where(op)
+        except Exception:  # a verifier that crashes is not the one we are looking for
+            continue
+    return None
+
+
+def with_location(error: VerifyException, where: str | None) -> VerifyException:
+    """`error` with its message prefixed by `where` (in place: keeps its notes)."""
+    if where and error.args and not str(error.args[0]).startswith(where):
+        error.args = (f"{where}: {error.args[0]}", *error.args[1:])
+    return error
