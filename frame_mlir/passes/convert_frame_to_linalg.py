@@ -468,7 +468,12 @@ def _avg_pool_grad(lw: Lowerer, op: Operation) -> SSAValue:
 
 
 def _max_pool_grad(lw: Lowerer, op: Operation) -> SSAValue:
-    """dy flows to every window position equal to the window's max (ties: to each)."""
+    """dy flows to the first window position (row-major) equal to the window's max.
+
+    That is PyTorch's rule: its max_pool2d records the index of the first maximum, so
+    with ties only that one gets the gradient. A second output, indexed like y, is a
+    per-window "found" flag carried across the (sequential, innermost) window loops.
+    """
     assert isinstance(op, frame.MaxPoolGradOp)
     kernel, stride, pad = op.pool_attrs()
     typ = _result_type(op)
@@ -476,14 +481,20 @@ def _max_pool_grad(lw: Lowerer, op: Operation) -> SSAValue:
     padded = frame.static_shape(xp) or ()
     x_map, y_map, w_map, its = _pool_maps(len(padded), kernel, stride)
 
-    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
-        is_max = b.insert(arith.CmpfOp(a[0], a[1], "oeq")).result
-        added = b.insert(arith.AddfOp(a[4], a[2])).result
-        return b.insert(arith.SelectOp(is_max, added, a[4])).result
+    def body(b: Builder, a: Sequence[SSAValue]) -> list[SSAValue]:
+        x, y, dy, _, dx, found = a
+        is_max = b.insert(arith.CmpfOp(x, y, "oeq")).result
+        first = b.insert(arith.CmpfOp(found, _f32(b, 0.0), "oeq")).result
+        added = b.insert(arith.AddfOp(dx, dy)).result
+        take = b.insert(arith.SelectOp(first, added, dx)).result
+        new_dx = b.insert(arith.SelectOp(is_max, take, dx)).result
+        new_found = b.insert(arith.SelectOp(is_max, _f32(b, 1.0), found)).result
+        return [new_dx, new_found]
 
-    dxp = lw.generic([xp, op.y, op.dy, _window(lw, kernel)],
-                     lw.filled(TensorType(f32, padded), 0.0),
-                     [x_map, y_map, y_map, w_map, x_map], its, body)
+    dxp, _ = lw.generic_multi([xp, op.y, op.dy, _window(lw, kernel)],
+                              [lw.filled(TensorType(f32, padded), 0.0),
+                               lw.filled(TensorType(f32, frame.static_shape(op.y) or ()), 0.0)],
+                              [x_map, y_map, y_map, w_map, x_map, y_map], its, body)
     return _crop(lw, dxp, pad, typ)
 
 

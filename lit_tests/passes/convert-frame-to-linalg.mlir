@@ -196,3 +196,29 @@ func.func @conv1d(%x: tensor<1x4x5xf32>, %w: tensor<4x2x3xf32>) -> tensor<1x4x3x
 // CHECK-SAME:      iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel"]
 // CHECK-SAME:      ins(%[[PAD]], %{{.*}} : tensor<1x4x7xf32>, tensor<4x2x3xf32>)
 // CHECK:           math.fma
+
+// -----
+
+// max_pool_grad: dy goes to the first maximum of each window (PyTorch's rule for
+// ties). A second output, indexed like y, is a per-window "found" flag carried
+// across the innermost (reduction) window loops.
+func.func @max_pool_grad(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x2x2xf32>, %dy: tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32> {
+  %0 = frame.max_pool_grad %x, %y, %dy {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32>
+  func.return %0 : tensor<1x1x4x4xf32>
+}
+
+// CHECK-LABEL: func.func @max_pool_grad
+// CHECK:         %[[DX:.*]], %[[FOUND:.*]] = linalg.generic
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"], doc = "frame.max_pool_grad"}
+// CHECK-SAME:      outs(%{{.*}}, %{{.*}} : tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>)
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %[[Y:.*]]: f32, %[[G:.*]]: f32, %{{.*}}: f32, %[[ACC:.*]]: f32, %[[F:.*]]: f32):
+// CHECK-NEXT:      %[[ISMAX:.*]] = arith.cmpf oeq, %[[X]], %[[Y]] : f32
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[FIRST:.*]] = arith.cmpf oeq, %[[F]], %[[ZERO]] : f32
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addf %[[ACC]], %[[G]] : f32
+// CHECK-NEXT:      %[[TAKE:.*]] = arith.select %[[FIRST]], %[[SUM]], %[[ACC]] : f32
+// CHECK-NEXT:      %[[NEW:.*]] = arith.select %[[ISMAX]], %[[TAKE]], %[[ACC]] : f32
+// CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:      %[[NF:.*]] = arith.select %[[ISMAX]], %[[ONE]], %[[F]] : f32
+// CHECK-NEXT:      linalg.yield %[[NEW]], %[[NF]] : f32, f32
+// CHECK:         func.return %[[DX]] : tensor<1x1x4x4xf32>

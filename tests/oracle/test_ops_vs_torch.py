@@ -498,6 +498,25 @@ def test_vjp_vs_torch(case: OpCase, torch: Any, oracle: Any) -> None:
                             what=f"{case.name} gradient of parameter #{i}")
 
 
+@pytest.mark.parametrize("pool", range(len(POOL_CASES)))
+def test_max_pool_grad_ties_go_to_the_first_max(pool: int, torch: Any, oracle: Any) -> None:
+    """Windows with tied maxima (values from {-1, 0, 1}, and a constant plateau):
+    like PyTorch, only the first maximum in row-major window order gets dy."""
+    case = next(c for c in CASES_BY_GROUP["max_pool_grad"]
+                if c.shapes[0] == POOL_CASES[pool][0])
+    rng = oracle.rng(f"ties {case.name}")
+    x = rng.integers(-1, 2, size=case.shapes[0]).astype(np.float32)
+    x[..., :3, :3] = 0.5  # a plateau: every window inside it is one big tie
+    dy = rng.uniform(0.5, 1.5, size=case.shapes[1]).astype(np.float32)
+    (ours,) = _executable(case.group)(f"{case.name}_fwd", x, dy)
+    _, k, st, pad = POOL_CASES[pool]
+    ref = _pool_input_grad(torch, "max", torch.from_numpy(x).double(),
+                           torch.from_numpy(dy).double(), k, st, pad).numpy()
+    # Every tie is broken the same way: where torch gives nothing, so do we.
+    np.testing.assert_array_equal(ours == 0, ref == 0)
+    oracle.assert_close(ours, ref, category="ops fwd max_pool_grad", what=f"{case.name} ties")
+
+
 #: Ops with an integer operand, checked by test_scatter_add_and_gather_rows_vs_torch.
 INDEXED_OPS = {"scatter_add", "gather_rows"}
 
