@@ -14,9 +14,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from frame_mlir.tools.version import version_text
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="frame-dslc", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=version_text("frame-dslc"))
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="validate the spec")
     mode.add_argument("--run", action="store_true", help="compile and train")

@@ -16,11 +16,14 @@ from typing import IO
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from frame_mlir.tools.version import version_text
+
 
 class FrameOptMain(xDSLOptMain):
     """xDSL's opt driver plus the frame dialect and the frame_mlir passes."""
 
-    version_format = "frame-opt (frame-mlir) on xdsl {xdsl_version}"
+    # xDSL formats this with {xdsl_version}; the rest is filled in now.
+    version_format = version_text("frame-opt").replace("{", "{{").replace("}", "}}")
 
     def register_all_dialects(self) -> None:
         super().register_all_dialects()

@@ -11,11 +11,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from frame_mlir.tools.version import version_text
+
 
 def build_parser() -> argparse.ArgumentParser:
     from frame_mlir.passes.stages import ALL_STAGES
 
     p = argparse.ArgumentParser(prog="frame-run", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=version_text("frame-run"))
     p.add_argument("spec", help="model spec (JSON, schema_version 0)")
     p.add_argument("--emit-stage", choices=ALL_STAGES, metavar="STAGE",
                    help=f"print the IR at STAGE and stop; one of: {', '.join(ALL_STAGES)}")
