@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Iterator
 from functools import lru_cache
 from importlib import resources
@@ -872,14 +873,15 @@ def parse_spec(text: str, source: str = "<string>") -> ModelSpec:
 
 
 def load_spec(path: str | Path) -> ModelSpec:
-    """Read, parse and validate the v0 spec file at ``path``.
+    """Read, parse and validate the v0 spec file at ``path`` (``-``: standard input).
 
     Raises:
         SpecError: ``IO-001`` if the file cannot be read, otherwise as :func:`parse_spec`.
     """
-    source = str(path)
+    from_stdin = str(path) == "-"  # the tools' convention, as in mlir-opt
+    source = "<stdin>" if from_stdin else str(path)
     try:
-        raw = Path(path).read_bytes()
+        raw = sys.stdin.buffer.read() if from_stdin else Path(path).read_bytes()
     except OSError as e:
         reason = e.strerror or type(e).__name__
         raise SpecError(

@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="validate the spec")
     mode.add_argument("--run", action="store_true", help="compile and train")
     mode.add_argument("--emit", action="store_true", help="emit a standalone C++ project")
-    p.add_argument("spec", help="model spec (JSON, schema_version 0)")
+    p.add_argument("spec", help="model spec (JSON, schema_version 0); - reads standard input")
     p.add_argument("-o", "--out", help="output directory for --emit")
     return p
 

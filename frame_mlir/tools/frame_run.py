@@ -19,7 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="frame-run", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=version_text("frame-run"))
-    p.add_argument("spec", help="model spec (JSON, schema_version 0)")
+    p.add_argument("spec", help="model spec (JSON, schema_version 0); - reads standard input")
     p.add_argument("--emit-stage", choices=ALL_STAGES, metavar="STAGE",
                    help=f"print the IR at STAGE and stop; one of: {', '.join(ALL_STAGES)}")
     p.add_argument("--print-ir-after-all", action="store_true",
