@@ -22,8 +22,7 @@ from frame_mlir.tools.version import version_text
 class FrameOptMain(xDSLOptMain):
     """xDSL's opt driver plus the frame dialect and the frame_mlir passes."""
 
-    # xDSL formats this with {xdsl_version}; the rest is filled in now.
-    version_format = version_text("frame-opt").replace("{", "{{").replace("}", "}}")
+    version_format = version_text("frame-opt")
 
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
@@ -51,7 +50,7 @@ class FrameOptMain(xDSLOptMain):
         try:
             super().apply_passes(prog)
         except VerifyException as e:
-            raise with_location(e, locate_failure(prog, e)) from None
+            raise with_location(e, locate_failure(prog)) from None
 
     def register_all_passes(self) -> None:
         super().register_all_passes()

@@ -4,14 +4,15 @@ mlir-opt attaches a `loc("file":line:col)` to every op it parses and reports a
 verifier failure at the failing op's location. xDSL's parser keeps locations only
 when the text spells them out (`loc(...)`), so `LocatingParser` records the start of
 every op it parses and, once the module is read, gives each op without a location a
-`FileLineColLoc`. `locate_failure` finds the op a `VerifyException` came from, so the
-driver can prefix the message with `file:line:col`.
+`FileLineColLoc`. When a module fails to verify, `locate_failure` finds the first op
+whose own verifier fails, so the driver can prefix the message with `file:line:col`.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
@@ -21,8 +22,9 @@ from xdsl.utils.exceptions import VerifyException
 class LocatingParser(Parser):
     """A Parser that records the source position of every op it parses."""
 
-    def __init__(self, *args: object, line_offset: int = 0, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, ctx: Context, text: str | bytes, name: str = "<unknown>", *,
+                 line_offset: int = 0) -> None:
+        super().__init__(ctx, text, name)
         self._op_starts: list[tuple[Operation, int]] = []
         self._line_offset = line_offset
 
@@ -59,7 +61,7 @@ def _where(op: Operation | None) -> str | None:
     return None
 
 
-def locate_failure(module: ModuleOp, error: VerifyException) -> str | None:
+def locate_failure(module: ModuleOp) -> str | None:
     """The location of the first op (in source order) whose own verifier fails."""
     for op in module.walk():
         try:
