@@ -925,6 +925,12 @@ class SelectiveScanGradOp(FrameOp):
                                   f"{self.wrt.value.data}")
 
 
+def _verify_index_type(op_name: str, typ: Attribute) -> None:
+    """Row indices (scatter_add, gather_rows) are i32 or i64 tensors."""
+    if getattr(typ, "element_type", None) not in (i32, i64):
+        raise VerifyException(f"{op_name}: indices must be i32 or i64, found {typ}")
+
+
 @irdl_op_definition
 class ScatterAddOp(FrameOp):
     """Zero-filled [V, F] output with out[indices[k], :] += updates[k, :] (indices i32/i64).
@@ -949,8 +955,7 @@ class ScatterAddOp(FrameOp):
                 not isinstance(getattr(out, "element_type", None), FLOAT_TYPES):
             raise VerifyException(f"frame.scatter_add: updates and result must share a float "
                                   f"element type, found {upd} and {out}")
-        if getattr(idx, "element_type", None) not in (i32, i64):
-            raise VerifyException(f"frame.scatter_add: indices must be i32 or i64, found {idx}")
+        _verify_index_type("frame.scatter_add", idx)
         try:
             self.infer_shape([static_shape(v) or () for v in self.operands])
         except ShapeError as err:
@@ -989,9 +994,7 @@ class GatherRowsOp(FrameOp):
         super().__init__(operands=[src, idx], result_types=[rtype])
 
     def verify_(self) -> None:
-        if getattr(self.indices.type, "element_type", None) not in (i32, i64):
-            raise VerifyException(f"frame.gather_rows: indices must be i32 or i64, found "
-                                  f"{self.indices.type}")
+        _verify_index_type("frame.gather_rows", self.indices.type)
 
     def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
         src, idx = shapes
