@@ -145,18 +145,20 @@ def _scale(lw: Lowerer, op: Operation) -> SSAValue:
 def _relu(lw: Lowerer, op: Operation) -> SSAValue:
     def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
         zero = _f32(b, 0.0)
-        # `ugt` keeps NaN (as PyTorch's relu does): NaN > 0 is unordered-true.
-        keep = b.insert(arith.CmpfOp(a[0], zero, "ugt")).result
-        return b.insert(arith.SelectOp(keep, a[0], zero)).result
+        # PyTorch's relu clamps only x < 0: NaN and -0.0 pass through unchanged
+        # (`olt` is false for both).
+        negative = b.insert(arith.CmpfOp(a[0], zero, "olt")).result
+        return b.insert(arith.SelectOp(negative, zero, a[0])).result
     return lw.elementwise(op.operands, _result_type(op), body)
 
 
 def _relu_grad(lw: Lowerer, op: Operation) -> SSAValue:
     def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
         zero = _f32(b, 0.0)
-        # PyTorch's threshold_backward: the gradient passes where x > 0 only.
-        keep = b.insert(arith.CmpfOp(a[0], zero, "ogt")).result
-        return b.insert(arith.SelectOp(keep, a[1], zero)).result
+        # PyTorch's threshold_backward zeroes the gradient where x <= 0 only: at a NaN
+        # input it passes (`ole` is false for NaN).
+        blocked = b.insert(arith.CmpfOp(a[0], zero, "ole")).result
+        return b.insert(arith.SelectOp(blocked, zero, a[1])).result
     return lw.elementwise(op.operands, _result_type(op), body)
 
 
@@ -431,9 +433,39 @@ def _max_pool(lw: Lowerer, op: Operation) -> SSAValue:
     xp = _pad(lw, op.input, pad, float("-inf"))
     x_map, y_map, w_map, its = _pool_maps(len(kernel) + 2, kernel, stride)
     init = lw.filled(_accumulator_type(_result_type(op)), float("-inf"))
-    y = lw.generic([xp, _window(lw, kernel)], init, [x_map, w_map, y_map], its,
-                   lambda b, a: b.insert(arith.MaximumfOp(a[2], a[0])).result)
+
+    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        return b.insert(arith.SelectOp(_pool_takes(b, a[0], a[2]), a[0], a[2])).result
+
+    y = lw.generic([xp, _window(lw, kernel)], init, [x_map, w_map, y_map], its, body)
     return _round_to(lw, y, _result_type(op))
+
+
+def _pool_takes(b: Builder, x: SSAValue, running: SSAValue) -> SSAValue:
+    """PyTorch's max-pool scan: `x` replaces the running max when it is greater or NaN.
+
+    So a NaN in the window wins, and among equal values (-0.0 and +0.0 included) the
+    first stays. Padding cells hold -inf, which never replaces anything.
+    """
+    greater = b.insert(arith.CmpfOp(x, running, "ogt")).result
+    nan = b.insert(arith.CmpfOp(x, x, "uno")).result
+    return b.insert(arith.OrIOp(greater, nan)).result
+
+
+def _window_position(b: Builder, first_dim: int, kernel: Sequence[int]) -> SSAValue:
+    """Row-major position in the pooling window of the current iteration (window loops
+    `first_dim`.. onward), as an f32: exact, windows are far smaller than 2^24."""
+    pos: SSAValue | None = None
+    for i, k in enumerate(kernel):
+        idx = b.insert(linalg.IndexOp(first_dim + i)).result
+        if pos is not None:
+            size = b.insert(arith.ConstantOp(builtin.IntegerAttr(k, builtin.IndexType()))).result
+            scaled = b.insert(arith.MuliOp(pos, size)).result
+            idx = b.insert(arith.AddiOp(scaled, idx)).result
+        pos = idx
+    assert pos is not None
+    as_int = b.insert(arith.IndexCastOp(pos, builtin.i64)).result
+    return b.insert(arith.SIToFPOp(as_int, f32)).result
 
 
 def _avg_pool(lw: Lowerer, op: Operation) -> SSAValue:
@@ -468,33 +500,54 @@ def _avg_pool_grad(lw: Lowerer, op: Operation) -> SSAValue:
 
 
 def _max_pool_grad(lw: Lowerer, op: Operation) -> SSAValue:
-    """dy flows to the first window position (row-major) equal to the window's max.
+    """dy flows to the window position PyTorch's max_pool records as the argmax.
 
-    That is PyTorch's rule: its max_pool2d records the index of the first maximum, so
-    with ties only that one gets the gradient. A second output, indexed like y, is a
-    per-window "found" flag carried across the (sequential, innermost) window loops.
+    Two generics over (n, c, *out, *window). The first replays the forward scan
+    (`_pool_takes`) and records, per window, the row-major position of the cell that
+    set the max: the first of tied maxima, the last NaN, and -- where nothing beats the
+    initial -inf -- the first cell inside the input, as PyTorch initialises its index
+    there (a 0/1 mask marks the padding, which never takes part). The second adds dy
+    at that position. The operand y is not needed: the scan recomputes it.
     """
     assert isinstance(op, frame.MaxPoolGradOp)
     kernel, stride, pad = op.pool_attrs()
     typ = _result_type(op)
+    rank = typ.get_num_dims()
     xp = _pad(lw, op.x, pad, float("-inf"))
     padded = frame.static_shape(xp) or ()
-    x_map, y_map, w_map, its = _pool_maps(len(padded), kernel, stride)
+    y_shape = frame.static_shape(op.y) or ()
+    x_map, y_map, w_map, its = _pool_maps(rank, kernel, stride)
+    window = _window(lw, kernel)
+    inputs, maps = [xp, window], [x_map, w_map]
+    if any(pad):
+        ones = lw.filled(TensorType(f32, typ.get_shape()), 1.0)
+        inputs, maps = [*inputs, _pad(lw, ones, pad, 0.0)], [*maps, x_map]
 
-    def body(b: Builder, a: Sequence[SSAValue]) -> list[SSAValue]:
-        x, y, dy, _, dx, found = a
-        is_max = b.insert(arith.CmpfOp(x, y, "oeq")).result
-        first = b.insert(arith.CmpfOp(found, _f32(b, 0.0), "oeq")).result
+    def scan(b: Builder, a: Sequence[SSAValue]) -> list[SSAValue]:
+        x, running, arg = a[0], a[-2], a[-1]
+        pos = _window_position(b, rank, kernel)
+        take = _pool_takes(b, x, running)
+        unset = b.insert(arith.CmpfOp(arg, _f32(b, 0.0), "olt")).result
+        if any(pad):  # the first cell inside the input, if nothing took yet
+            inside = b.insert(arith.CmpfOp(a[2], _f32(b, 0.0), "ogt")).result
+            unset = b.insert(arith.AndIOp(unset, inside)).result
+        take = b.insert(arith.OrIOp(take, unset)).result
+        return [b.insert(arith.SelectOp(take, x, running)).result,
+                b.insert(arith.SelectOp(take, pos, arg)).result]
+
+    _, argmax = lw.generic_multi(
+        inputs, [lw.filled(TensorType(f32, y_shape), float("-inf")),
+                 lw.filled(TensorType(f32, y_shape), -1.0)],
+        [*maps, y_map, y_map], its, scan)
+
+    def scatter(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        dy, arg, dx = a[0], a[1], a[3]
+        hit = b.insert(arith.CmpfOp(_window_position(b, rank, kernel), arg, "oeq")).result
         added = b.insert(arith.AddfOp(dx, dy)).result
-        take = b.insert(arith.SelectOp(first, added, dx)).result
-        new_dx = b.insert(arith.SelectOp(is_max, take, dx)).result
-        new_found = b.insert(arith.SelectOp(is_max, _f32(b, 1.0), found)).result
-        return [new_dx, new_found]
+        return b.insert(arith.SelectOp(hit, added, dx)).result
 
-    dxp, _ = lw.generic_multi([xp, op.y, op.dy, _window(lw, kernel)],
-                              [lw.filled(TensorType(f32, padded), 0.0),
-                               lw.filled(TensorType(f32, frame.static_shape(op.y) or ()), 0.0)],
-                              [x_map, y_map, y_map, w_map, x_map, y_map], its, body)
+    dxp = lw.generic([op.dy, argmax, window], lw.filled(TensorType(f32, padded), 0.0),
+                     [y_map, y_map, w_map, x_map], its, scatter)
     return _crop(lw, dxp, pad, typ)
 
 

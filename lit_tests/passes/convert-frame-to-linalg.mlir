@@ -79,9 +79,9 @@ func.func @add_relu(%a: tensor<8x4xf32>, %b: tensor<8x4xf32>) -> tensor<8x4xf32>
 // CHECK-SAME:      ins(%[[SUM]] : tensor<8x4xf32>) outs(%[[E1]] : tensor<8x4xf32>) {
 // CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %{{.*}}: f32):
 // CHECK-NEXT:      %[[Z:.*]] = arith.constant 0.000000e+00 : f32
-// relu keeps NaN: `ugt` is true for unordered operands.
-// CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ugt, %[[V]], %[[Z]] : f32
-// CHECK-NEXT:      %[[M:.*]] = arith.select %[[GT]], %[[V]], %[[Z]] : f32
+// relu clamps x < 0 only, as PyTorch's does: NaN and -0.0 pass (`olt` is false).
+// CHECK-NEXT:      %[[LT:.*]] = arith.cmpf olt, %[[V]], %[[Z]] : f32
+// CHECK-NEXT:      %[[M:.*]] = arith.select %[[LT]], %[[Z]], %[[V]] : f32
 // CHECK-NEXT:      linalg.yield %[[M]] : f32
 // CHECK-NEXT:    } -> tensor<8x4xf32>
 // CHECK-NEXT:    func.return %[[R]] : tensor<8x4xf32>
@@ -199,26 +199,75 @@ func.func @conv1d(%x: tensor<1x4x5xf32>, %w: tensor<4x2x3xf32>) -> tensor<1x4x3x
 
 // -----
 
-// max_pool_grad: dy goes to the first maximum of each window (PyTorch's rule for
-// ties). A second output, indexed like y, is a per-window "found" flag carried
-// across the innermost (reduction) window loops.
-func.func @max_pool_grad(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x2x2xf32>, %dy: tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32> {
-  %0 = frame.max_pool_grad %x, %y, %dy {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32>
+// max_pool: PyTorch's scan. A cell replaces the running max when it is greater or
+// NaN, so NaN wins and the first of tied maxima (-0.0 before +0.0) stays.
+func.func @max_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
+  %0 = frame.max_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
+  func.return %0 : tensor<1x1x2x2xf32>
+}
+
+// CHECK-LABEL: func.func @max_pool
+// CHECK:         %[[NEG:.*]] = arith.constant 0xff800000 : f32
+// CHECK:         %[[INIT:.*]] = linalg.fill ins(%[[NEG]] : f32)
+// CHECK:         linalg.generic
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"], doc = "frame.max_pool"}
+// CHECK-SAME:      outs(%[[INIT]] : tensor<1x1x2x2xf32>)
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %{{.*}}: f32, %[[RMAX:.*]]: f32):
+// CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[X]], %[[RMAX]] : f32
+// CHECK-NEXT:      %[[NAN:.*]] = arith.cmpf uno, %[[X]], %[[X]] : f32
+// CHECK-NEXT:      %[[TAKE:.*]] = arith.ori %[[GT]], %[[NAN]] : i1
+// CHECK-NEXT:      %[[M:.*]] = arith.select %[[TAKE]], %[[X]], %[[RMAX]] : f32
+// CHECK-NEXT:      linalg.yield %[[M]] : f32
+
+// -----
+
+// max_pool_grad with padding: the input padded with -inf and a 0/1 mask of the
+// cells inside it; a scan records per window the row-major position of the argmax
+// as PyTorch does (initially -1; the first inside cell if nothing beats -inf); a
+// second generic adds dy at that position; the padding is cropped off.
+func.func @max_pool_grad(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x3x3xf32>, %dy: tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32> {
+  %0 = frame.max_pool_grad %x, %y, %dy {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32>
   func.return %0 : tensor<1x1x4x4xf32>
 }
 
 // CHECK-LABEL: func.func @max_pool_grad
-// CHECK:         %[[DX:.*]], %[[FOUND:.*]] = linalg.generic
-// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"], doc = "frame.max_pool_grad"}
-// CHECK-SAME:      outs(%{{.*}}, %{{.*}} : tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>)
-// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %[[Y:.*]]: f32, %[[G:.*]]: f32, %{{.*}}: f32, %[[ACC:.*]]: f32, %[[F:.*]]: f32):
-// CHECK-NEXT:      %[[ISMAX:.*]] = arith.cmpf oeq, %[[X]], %[[Y]] : f32
-// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:      %[[FIRST:.*]] = arith.cmpf oeq, %[[F]], %[[ZERO]] : f32
+// CHECK:         %[[XP:.*]] = linalg.generic
+// CHECK-SAME:      ins(%{{.*}} : tensor<1x1x4x4xf32>) outs(%{{.*}} : tensor<1x1x6x6xf32>)
+// CHECK:         %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK:         %[[MASK:.*]] = linalg.generic
+// CHECK-SAME:      outs(%{{.*}} : tensor<1x1x6x6xf32>)
+// CHECK:         %[[MINUS1:.*]] = arith.constant -1.000000e+00 : f32
+// CHECK:         %[[SCANMAX:.*]], %[[ARG:.*]] = linalg.generic
+// CHECK-SAME:      ins(%[[XP]], %{{.*}}, %[[MASK]] : tensor<1x1x6x6xf32>, tensor<2x2xf32>, tensor<1x1x6x6xf32>)
+// CHECK-SAME:      outs(%{{.*}}, %{{.*}} : tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>)
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %{{.*}}: f32, %[[IN:.*]]: f32, %[[RMAX:.*]]: f32, %[[A:.*]]: f32):
+// CHECK-NEXT:      %[[KH:.*]] = linalg.index 4 : index
+// CHECK-NEXT:      %[[KW:.*]] = linalg.index 5 : index
+// CHECK-NEXT:      %[[TWO:.*]] = arith.constant 2 : index
+// CHECK-NEXT:      %[[ROW:.*]] = arith.muli %[[KH]], %[[TWO]] : index
+// CHECK-NEXT:      %[[LIN:.*]] = arith.addi %[[ROW]], %[[KW]] : index
+// CHECK-NEXT:      %[[I64:.*]] = arith.index_cast %[[LIN]] : index to i64
+// CHECK-NEXT:      %[[POS:.*]] = arith.sitofp %[[I64]] : i64 to f32
+// CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[X]], %[[RMAX]] : f32
+// CHECK-NEXT:      %[[NAN:.*]] = arith.cmpf uno, %[[X]], %[[X]] : f32
+// CHECK-NEXT:      %[[BEATS:.*]] = arith.ori %[[GT]], %[[NAN]] : i1
+// CHECK-NEXT:      %{{.*}} = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[UNSET:.*]] = arith.cmpf olt, %[[A]], %{{.*}} : f32
+// CHECK-NEXT:      %{{.*}} = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[INSIDE:.*]] = arith.cmpf ogt, %[[IN]], %{{.*}} : f32
+// CHECK-NEXT:      %[[FIRST:.*]] = arith.andi %[[UNSET]], %[[INSIDE]] : i1
+// CHECK-NEXT:      %[[TAKE:.*]] = arith.ori %[[BEATS]], %[[FIRST]] : i1
+// CHECK-NEXT:      %[[NEWMAX:.*]] = arith.select %[[TAKE]], %[[X]], %[[RMAX]] : f32
+// CHECK-NEXT:      %[[NEWARG:.*]] = arith.select %[[TAKE]], %[[POS]], %[[A]] : f32
+// CHECK-NEXT:      linalg.yield %[[NEWMAX]], %[[NEWARG]] : f32, f32
+// CHECK:         %[[DXP:.*]] = linalg.generic
+// CHECK-SAME:      ins(%[[DY:.*]], %[[ARG]], %{{.*}} : tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>, tensor<2x2xf32>) outs(%{{.*}} : tensor<1x1x6x6xf32>)
+// CHECK-NEXT:    ^{{.*}}(%[[G:.*]]: f32, %[[AA:.*]]: f32, %{{.*}}: f32, %[[ACC:.*]]: f32):
+// CHECK:           %[[P:.*]] = arith.sitofp %{{.*}} : i64 to f32
+// CHECK-NEXT:      %[[HIT:.*]] = arith.cmpf oeq, %[[P]], %[[AA]] : f32
 // CHECK-NEXT:      %[[SUM:.*]] = arith.addf %[[ACC]], %[[G]] : f32
-// CHECK-NEXT:      %[[TAKE:.*]] = arith.select %[[FIRST]], %[[SUM]], %[[ACC]] : f32
-// CHECK-NEXT:      %[[NEW:.*]] = arith.select %[[ISMAX]], %[[TAKE]], %[[ACC]] : f32
-// CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
-// CHECK-NEXT:      %[[NF:.*]] = arith.select %[[ISMAX]], %[[ONE]], %[[F]] : f32
-// CHECK-NEXT:      linalg.yield %[[NEW]], %[[NF]] : f32, f32
+// CHECK-NEXT:      %[[NEW:.*]] = arith.select %[[HIT]], %[[SUM]], %[[ACC]] : f32
+// CHECK-NEXT:      linalg.yield %[[NEW]] : f32
+// CHECK:         %[[DX:.*]] = linalg.generic
+// CHECK-SAME:      ins(%[[DXP]] : tensor<1x1x6x6xf32>) outs(%{{.*}} : tensor<1x1x4x4xf32>)
 // CHECK:         func.return %[[DX]] : tensor<1x1x4x4xf32>

@@ -407,7 +407,9 @@ def test_relu_at_zero_and_negative_zero() -> None:
     x = g.add_graph_input([4], F32)
     g.mark_output(frame.relu(g, x))
     (out,) = run1(g, f32([-0.0, 0.0, -1e-30, 1e-30]))
-    assert np.array_equal(out, [0.0, 0.0, 0.0, np.float32(1e-30)])
+    # PyTorch semantics: relu(-0.0) is -0.0 (only x < 0 is clamped); compare signs too.
+    assert np.array_equal(out, [-0.0, 0.0, 0.0, np.float32(1e-30)])
+    assert np.array_equal(np.signbit(out), [True, False, False, False])
 
 
 def test_heaviside_surrogate_sheet_example_including_negative_zero() -> None:

@@ -517,6 +517,46 @@ def test_max_pool_grad_ties_go_to_the_first_max(pool: int, torch: Any, oracle: A
     oracle.assert_close(ours, ref, category="ops fwd max_pool_grad", what=f"{case.name} ties")
 
 
+#: Values where selection ops are easy to get subtly wrong: NaN, both infinities, both
+#: zeros, a denormal, and ties (the few distinct values make equal maxima common).
+EDGE_VALUES = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1e-40], np.float32)
+
+
+def _assert_bitwise(ours: np.ndarray, ref: np.ndarray, what: str) -> None:
+    """Equal as float32 bit patterns up to NaN payloads: NaN where torch has NaN, the
+    same value and the same sign of zero everywhere else."""
+    ours32, ref32 = np.asarray(ours, np.float32), np.asarray(ref, np.float32)
+    assert ours32.shape == ref32.shape, f"{what}: shape {ours32.shape} vs {ref32.shape}"
+    nan = np.isnan(ref32)
+    same = np.where(nan, np.isnan(ours32), ours32.view(np.uint32) == ref32.view(np.uint32))
+    if not same.all():
+        idx = tuple(int(i) for i in np.argwhere(~same)[0])
+        raise AssertionError(f"{what}: {int((~same).sum())} of {same.size} elements differ "
+                             f"from torch; first at {idx}: ours {ours32[idx]!r} vs "
+                             f"torch {ref32[idx]!r}")
+
+
+@pytest.mark.parametrize("group", ["relu", "relu_grad", "max_pool", "max_pool_grad"])
+def test_edge_values_match_torch_bitwise(group: str, torch: Any, oracle: Any) -> None:
+    """relu, max_pool and their gradients only select values, so PyTorch's float32
+    results are exact: ours must equal them bit for bit on NaN, +-inf, +-0.0, denormals
+    and ties (relu(-0.0) is -0.0; a NaN input passes relu's gradient; a pooling window
+    holding a NaN is NaN and sends dy to its last NaN; an all -inf window sends dy to
+    its first cell inside the input, never to padding)."""
+    ex = _executable(group)
+    for case in CASES_BY_GROUP[group]:
+        rng = oracle.rng(f"edge {case.name}")
+        x = rng.choice(EDGE_VALUES, size=case.shapes[0])
+        if group == "max_pool_grad":
+            x.reshape(-1)[: x.size // 3] = -np.inf  # whole windows of -inf, next to padding
+        # The second operand (dy) is an ordinary finite cotangent.
+        args = [x, *(rng.uniform(0.5, 1.5, size=sh).astype(np.float32)
+                     for sh in case.shapes[1:])]
+        (ours,) = ex(f"{case.name}_fwd", *args)
+        ref = case.ref(torch, *[torch.from_numpy(a.copy()) for a in args])
+        _assert_bitwise(ours, ref.detach().numpy(), f"{case.name} on edge values")
+
+
 #: Ops with an integer operand, checked by test_scatter_add_and_gather_rows_vs_torch.
 INDEXED_OPS = {"scatter_add", "gather_rows"}
 
