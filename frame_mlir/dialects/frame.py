@@ -60,6 +60,9 @@ Shape = tuple[int, ...]
 
 AnyF32Tensor = base(TensorType) | base(UnrankedTensorType)
 
+#: The largest finite float32.
+F32_MAX = 3.4028234663852886e38
+
 
 class ShapeError(VerifyException):
     """A shape rule rejected its operands (the message says expected vs found)."""
@@ -137,7 +140,19 @@ class FrameOp(IRDLOperation):
         elem = element_type(self.results[0])
         return tensor_type(self.infer_shape(shapes), elem)  # type: ignore[arg-type]
 
+    def verify_dims(self) -> None:
+        """Frame tensors are unranked (until shape inference) or have static dims >= 1:
+        no `?` dims, and no empty tensors (a mean over none, a pool over nothing)."""
+        for kind, values in (("operand", self.operands), ("result", self.results)):
+            for i, v in enumerate(values):
+                shape = static_shape(v)
+                if shape is not None and any(d < 1 for d in shape):
+                    dims = "a dynamic dim" if any(d < 0 for d in shape) else "a zero dim"
+                    raise VerifyException(f"{self.name}: {kind} #{i} expected static dims "
+                                          f">= 1, found {dims} in {v.type}")
+
     def verify_(self) -> None:
+        self.verify_dims()
         result = self.results[0]
         elem = getattr(result.type, "element_type", None)
         if not isinstance(elem, FLOAT_TYPES):
@@ -282,10 +297,24 @@ class HeavisideSurrogateOp(UnaryOp):
 
     def verify_(self) -> None:
         super().verify_()
-        a = self.alpha.value.data
-        if not (a > 0 and a != float("inf")):
-            raise VerifyException(f"frame.heaviside_surrogate: alpha expected finite and > 0, "
-                                  f"found {a}")
+        _verify_alpha(self.name, self.alpha.value.data)
+
+
+def _verify_alpha(op_name: str, alpha: float) -> None:
+    """The surrogate's steepness: finite and > 0 (NaN fails both)."""
+    if not (alpha > 0 and alpha != float("inf")):
+        raise VerifyException(f"{op_name}: alpha expected finite and > 0, found "
+                              f"{_f32_text(alpha)}")
+
+
+def _f32_text(value: float) -> str:
+    """The shortest decimal that reads back as the same float32 (-0.05, not
+    -0.05000000074505806, for an f32 attribute holding -0.05)."""
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if struct.unpack("<f", struct.pack("<f", float(text)))[0] == value or value != value:
+            return text if "e" in text or "." in text or "n" in text else f"{text}.0"
+    return repr(value)
 
 
 @irdl_op_definition
@@ -301,6 +330,10 @@ class HeavisideSurrogateGradOp(BinaryOp):
 
     def __init__(self, x: SSAValue | Operation, dy: SSAValue | Operation, alpha: float):
         super().__init__(x, dy, properties={"alpha": FloatAttr(alpha, f32)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        _verify_alpha(self.name, self.alpha.value.data)
 
     @staticmethod
     def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
@@ -600,6 +633,10 @@ class ConstantOp(FrameOp):
             value = struct.unpack("<f", int(number).to_bytes(4, "little"))[0]
         else:
             value = float(number)
+            if abs(value) > F32_MAX:
+                parser.raise_error(f"frame.constant: expected a value in the f32 range "
+                                   f"(|v| <= {F32_MAX:.9g}; inf and nan as hex bit patterns), "
+                                   f"found {value:g}")
         value = -value if negative else value
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
@@ -950,6 +987,7 @@ class ScatterAddOp(FrameOp):
                          result_types=[result_type])
 
     def verify_(self) -> None:
+        self.verify_dims()
         upd, idx, out = self.updates.type, self.indices.type, self.result.type
         if getattr(upd, "element_type", None) != getattr(out, "element_type", None) or \
                 not isinstance(getattr(out, "element_type", None), FLOAT_TYPES):
@@ -994,7 +1032,22 @@ class GatherRowsOp(FrameOp):
         super().__init__(operands=[src, idx], result_types=[rtype])
 
     def verify_(self) -> None:
+        self.verify_dims()
+        src, out = self.source.type, self.result.type
+        if getattr(src, "element_type", None) != getattr(out, "element_type", None) or \
+                not isinstance(getattr(out, "element_type", None), FLOAT_TYPES):
+            raise VerifyException(f"frame.gather_rows: source and result must share a float "
+                                  f"element type, found {src} and {out}")
         _verify_index_type("frame.gather_rows", self.indices.type)
+        shapes = [static_shape(v) for v in self.operands]
+        target = static_shape(self.result)
+        if any(sh is None for sh in shapes) or target is None:
+            return
+        expected = self.infer_shape(shapes)  # type: ignore[arg-type]
+        if expected != target:
+            raise VerifyException(f"frame.gather_rows: result type expected "
+                                  f"{tensor_type(expected, element_type(self.result))}, "
+                                  f"found {out}")
 
     def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
         src, idx = shapes
@@ -1018,6 +1071,13 @@ class SgdUpdateOp(BinaryOp):
 
     def __init__(self, param: SSAValue | Operation, grad: SSAValue | Operation, lr: float):
         super().__init__(param, grad, properties={"lr": FloatAttr(lr, f32)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        lr = self.lr.value.data
+        if not (lr > 0 and lr != float("inf")):
+            raise VerifyException(f"frame.sgd_update: lr expected finite and > 0, found "
+                                  f"{_f32_text(lr)}")
 
     @staticmethod
     def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:

@@ -436,8 +436,17 @@ class _Checker:
         self.check_inputs()
         self.check_layers()
         self.check_loss()
+        self.check_optimizer()
         self.check_data()
         return self.diags
+
+    def check_optimizer(self) -> None:
+        # The update runs in float32: a rate that rounds to 0 there would train nothing.
+        lr = _as_number(_get(self.doc.get("optimizer"), "learning_rate"))
+        if lr is not None and lr > 0 and np.float32(lr) == 0:
+            self.add("FE-000", ("optimizer", "learning_rate"),
+                     "a learning rate > 0 in float32 (at least 1.4e-45)",
+                     f"{_brief(lr)}, which rounds to 0")
 
     # FE-002: a name must be non-empty and unique across inputs and layers.
     def define(self, name: Any, parts: tuple[Part, ...]) -> bool:

@@ -11,7 +11,9 @@ forward ops in reverse; adjoints of values used several times are summed.
 Only values that depend on a parameter get adjoints (activity analysis), so no
 gradient is computed for data inputs or the target.
 Guarantees: `@f` is left unchanged; `@f_grad` carries `frame.grad_of = "f"`.
-Fails with `no gradient rule for <op>` for an op outside the table.
+Fails with `no gradient rule for <op>` for an op outside the table, on unranked
+tensors (run frame-shape-inference first) and on ops with regions. Running it again
+is a no-op: a function whose `@f_grad` exists is skipped.
 """
 
 from __future__ import annotations
@@ -52,10 +54,19 @@ class FrameAutodiff(ModulePass):
     name = "frame-autodiff"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        functions = {f.sym_name.data: f for f in op.ops if isinstance(f, func.FuncOp)}
+        done = {f.attributes["frame.grad_of"].data for f in functions.values()  # type: ignore[attr-defined]
+                if isinstance(f.attributes.get("frame.grad_of"), builtin.StringAttr)}
         for fn in list(op.ops):
             if isinstance(fn, func.FuncOp) and fn.body.blocks and param_indices(fn):
                 if any(k in fn.attributes for k in SKIP_ATTRS):
                     continue
+                name = fn.sym_name.data
+                if name in done:  # differentiated by an earlier run: nothing to do
+                    continue
+                if f"{name}_grad" in functions:
+                    raise fail(self.name, fn, f"cannot add @{name}_grad: the module already "
+                               f"has a function of that name that is not its gradient")
                 grad_fn = self._differentiate(fn)
                 Rewriter.insert_op(grad_fn, InsertPoint.after(fn))
 
@@ -86,6 +97,16 @@ class FrameAutodiff(ModulePass):
             raise fail(self.name, ret, "expected the loss to be a scalar (rank 0, or one "
                        f"element), found {loss.type}", user_fn)
         params = [block.args[i] for i in param_indices(grad_fn)]
+        for o in block.ops:
+            # A region could use an active value without it being an operand: the
+            # activity analysis below would miss it and return a zero gradient.
+            if o.regions:
+                raise fail(self.name, o, "an op with regions cannot be differentiated",
+                           user_fn)
+            for v in (*o.operands, *o.results):
+                if isinstance(v.type, builtin.UnrankedTensorType):
+                    raise fail(self.name, o, f"expected static shapes, found {v.type} "
+                               f"(run frame-shape-inference first)", user_fn)
 
         # Activity: values reachable from a parameter need adjoints.
         active: set[SSAValue] = set(params)

@@ -85,6 +85,14 @@ def plan_intervals(intervals: dict[int, tuple[int, int, int]]) -> MemoryPlan:
     return plan
 
 
+def _has_tensors(fn: func.FuncOp) -> bool:
+    """Whether `fn` still has tensor values: an already bufferized function is left
+    as it is, so running the pass again changes nothing."""
+    types = [*fn.function_type.inputs.data, *fn.function_type.outputs.data]
+    types += [r.type for o in fn.walk() for r in o.results]
+    return any(isinstance(t, TensorType) for t in types)
+
+
 @dataclass(frozen=True)
 class FrameBufferize(ModulePass):
     """Bufferize linalg-on-tensors functions into memref functions over one arena."""
@@ -93,7 +101,7 @@ class FrameBufferize(ModulePass):
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for fn in list(op.ops):
-            if isinstance(fn, func.FuncOp) and fn.body.blocks:
+            if isinstance(fn, func.FuncOp) and fn.body.blocks and _has_tensors(fn):
                 self._insert_copies(fn)
                 Rewriter.replace_op(fn, self._bufferize(fn))
 

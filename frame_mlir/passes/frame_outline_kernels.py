@@ -26,7 +26,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from frame_mlir.passes.common import provenance
+from frame_mlir.passes.common import fail, provenance
 
 
 def _kernel_suffix(op: Operation) -> str:
@@ -49,6 +49,9 @@ class FrameOutlineKernels(ModulePass):
             count = 0
             for inner in list(fn.body.blocks[0].ops):
                 if isinstance(inner, linalg.GenericOp | linalg.FillOp):
+                    if inner.results:
+                        raise fail(self.name, inner, "expected linalg on memrefs, found one "
+                                   "with tensor results (run frame-bufferize first)")
                     kernel = self._outline(fn, inner, count)
                     Rewriter.insert_op(kernel, InsertPoint.before(fn))
                     count += 1

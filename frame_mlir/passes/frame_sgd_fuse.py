@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import VerifyException
 
 from frame_mlir.dialects import frame
 from frame_mlir.passes.common import fail, set_arg_attr, update_function_type
@@ -35,11 +37,18 @@ class FrameSgdFuse(ModulePass):
     lr: float | int = 0.01
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        if not self.lr > 0:
-            raise fail(self.name, None, f"learning rate expected > 0, found {self.lr}")
+        # The update runs in float32: the rate must stay finite and non-zero there.
+        with np.errstate(over="ignore"):
+            lr32 = float(np.float32(self.lr))
+        if not (self.lr > 0 and 0 < lr32 < float("inf")):
+            raise fail(self.name, None, f"learning rate expected > 0 and finite in float32 "
+                       f"(1.4e-45 .. 3.4e38), found {self.lr}")
         for fn in list(op.ops):
             if not isinstance(fn, func.FuncOp) or "frame.grad_of" not in fn.attributes:
                 continue
+            if not fn.body.blocks:
+                raise fail(self.name, fn, "expected a gradient function with a body, "
+                           "found a declaration")
             block = fn.body.blocks[0]
             ret = block.last_op
             assert isinstance(ret, func.ReturnOp)
@@ -49,7 +58,10 @@ class FrameSgdFuse(ModulePass):
                            f"one gradient per parameter), found {len(ret.operands)}")
             outputs: list[SSAValue] = [ret.operands[0]]
             for k, (i, g) in enumerate(zip(pidx, ret.operands[1:], strict=True)):
-                upd = frame.SgdUpdateOp(block.args[i], g, self.lr)
+                try:
+                    upd = frame.SgdUpdateOp(block.args[i], g, self.lr)
+                except VerifyException as err:  # e.g. a gradient of the wrong shape
+                    raise fail(self.name, ret, str(err)) from None
                 upd.attributes[LAYER] = fn.arg_attrs.data[i].data["frame.param"]  # type: ignore[union-attr]
                 upd.attributes[STAGE] = builtin.StringAttr("update")
                 Rewriter.insert_op(upd, InsertPoint.before(ret))

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from frame_mlir.tools.version import version_text
+
+E = TypeVar("E", bound=BaseException)
 
 
 class FrameOptMain(xDSLOptMain):
@@ -41,16 +44,60 @@ class FrameOptMain(xDSLOptMain):
                                 line_offset=start_offset)
         return parser.parse_located_module(not self.args.no_implicit_module)
 
+    def setup_pipeline(self) -> None:
+        """xDSL's pipeline parser; its syntax errors derive from BaseException, which
+        would escape the CLI's error handling as a traceback: make them ValueErrors."""
+        from xdsl.utils.exceptions import ArgSpecParseError
+
+        try:
+            super().setup_pipeline()
+        except ArgSpecParseError as e:
+            raise ValueError(f"invalid pass pipeline {self.args.passes!r}: {e}") from None
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        """`-` is standard input, as for mlir-opt (and frame-run / frame-dslc)."""
+        if self.args.input_file == "-":
+            self.args.input_file = None
+        return super().get_input_stream()
+
     def apply_passes(self, prog: ModuleOp) -> None:
-        """The passes; a verifier failure names the failing op's file:line:col."""
-        from xdsl.utils.exceptions import VerifyException
+        """The passes one by one, verifying after each (as xDSL's pipeline does).
+
+        A failure says where: a verifier error names the failing op's file:line:col
+        and, past the input, the pass after which the IR stopped verifying; any other
+        error raised inside a pass is prefixed with that pass's name.
+        """
+        from xdsl.utils.exceptions import (
+            DiagnosticException,
+            PassFailedException,
+            VerifyException,
+        )
 
         from frame_mlir.tools.locations import locate_failure, with_location
 
+        passes, callback = self.pipeline.passes, self.pipeline.callback
+        running: ModulePass | None = None
+        done: ModulePass | None = None
         try:
-            super().apply_passes(prog)
+            for nxt in (*passes, None):
+                if callback is not None:
+                    callback(done, prog, nxt)  # verifies (unless --disable-verify)
+                if nxt is None:
+                    break
+                running = nxt
+                nxt.apply(self.ctx, prog)
+                running, done = None, nxt
+        except PassFailedException:
+            raise  # the pass's own diagnostic names it already
         except VerifyException as e:
-            raise with_location(e, locate_failure(prog)) from None
+            stage = running.name if running else (f"after {done.name}" if done else None)
+            raise with_location(_prefixed(e, stage), locate_failure(prog)) from None
+        except DiagnosticException as e:
+            raise _prefixed(e, running.name if running else None) from None
+        except Exception as e:
+            if running is None:
+                raise
+            raise _prefixed(e, f"in pass {running.name}") from None
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
@@ -58,6 +105,13 @@ class FrameOptMain(xDSLOptMain):
 
         for p in ALL_PASSES:
             self.register_pass(p.name, lambda p=p: p)
+
+
+def _prefixed(error: E, prefix: str | None) -> E:
+    """`error` with its message prefixed by `prefix` (in place: keeps type and notes)."""
+    if prefix and error.args:
+        error.args = (f"{prefix}: {error.args[0]}", *error.args[1:])
+    return error
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -316,3 +316,62 @@ func.func @conv_groups(%x: tensor<1x3x5x5xf32>, %w: tensor<4x1x3x3xf32>) {
   func.return
 }
 // CHECK: frame.conv: groups 2 must divide the input channels 3 and the output channels 4
+
+// -----
+
+// Frame tensors are static: a `?` dim is rejected by every op's verifier.
+func.func @dynamic_dim(%x: tensor<?x4xf32>) {
+  %0 = frame.relu %x : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  func.return
+}
+// CHECK: frame.relu: operand #0 expected static dims >= 1, found a dynamic dim in tensor<?x4xf32>
+
+// -----
+
+// ... and so is an empty tensor (a mean over no elements).
+func.func @zero_dim(%p: tensor<0x2xf32>, %t: tensor<0x2xf32>) {
+  %0 = frame.mse_loss %p, %t : (tensor<0x2xf32>, tensor<0x2xf32>) -> tensor<f32>
+  func.return
+}
+// CHECK: frame.mse_loss: operand #0 expected static dims >= 1, found a zero dim in tensor<0x2xf32>
+
+// -----
+
+func.func @gather_result_shape(%x: tensor<4x2xf32>, %i: tensor<3xi64>) {
+  %0 = frame.gather_rows %x, %i : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<7x9xf32>
+  func.return
+}
+// CHECK: frame.gather_rows: result type expected tensor<3x2xf32>, found tensor<7x9xf32>
+
+// -----
+
+func.func @gather_element_type(%x: tensor<4x2xi64>, %i: tensor<3xi64>) {
+  %0 = frame.gather_rows %x, %i : (tensor<4x2xi64>, tensor<3xi64>) -> tensor<3x2xi64>
+  func.return
+}
+// CHECK: frame.gather_rows: source and result must share a float element type, found tensor<4x2xi64> and tensor<3x2xi64>
+
+// -----
+
+func.func @heaviside_grad_alpha(%x: tensor<2xf32>, %dy: tensor<2xf32>) {
+  %0 = frame.heaviside_surrogate_grad %x, %dy {alpha = -1.000000e+00 : f32} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return
+}
+// CHECK: frame.heaviside_surrogate_grad: alpha expected finite and > 0, found -1.0
+
+// -----
+
+func.func @sgd_lr(%p: tensor<2xf32>, %g: tensor<2xf32>) {
+  %0 = frame.sgd_update %p, %g {lr = -5.000000e-02 : f32} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return
+}
+// CHECK: frame.sgd_update: lr expected finite and > 0, found -0.05
+
+// -----
+
+// A decimal literal outside the f32 range is a parse error (inf is written in hex).
+func.func @constant_range() {
+  %0 = frame.constant 1.0e40 : tensor<2xf32>
+  func.return
+}
+// CHECK: frame.constant: expected a value in the f32 range (|v| <= 3.40282347e+38; inf and nan as hex bit patterns), found 1e+40

@@ -1,4 +1,6 @@
 // RUN: frame-opt %s --split-input-file --verify-diagnostics -p frame-autodiff | filecheck %s
+// Running the pass twice changes nothing: @f_grad exists, so @f is skipped.
+// RUN: frame-opt %s --split-input-file --verify-diagnostics -p frame-autodiff,frame-autodiff | filecheck %s
 
 // A two-layer MLP with a skip connection (%h is used twice), a parameter the
 // loss does not depend on (%unused), a data input (%x) and a target (%t).
@@ -154,3 +156,41 @@ func.func @multi(%x: tensor<2x3xf32> {frame.param = "x"}) -> (tensor<2x3xf32>, t
 // CHECK-NEXT:    %[[GROWS:.*]] = frame.broadcast %[[ONE]] {frame.stage = "backward"} : (tensor<f32>) -> tensor<2xf32>
 // CHECK-NEXT:    %[[GSQ:.*]] = frame.broadcast %[[GROWS]] {frame.stage = "backward", axes = array<i64: 1>} : (tensor<2xf32>) -> tensor<2x3xf32>
 // CHECK:         func.return %[[SQ]], %[[L]], %{{.*}} : tensor<2x3xf32>, tensor<f32>, tensor<2x3xf32>
+
+// -----
+
+// Autodiff needs the shapes: unranked values mean shape inference has not run.
+func.func @unranked(%x: tensor<2x4xf32>, %w: tensor<4x3xf32> {frame.param = "w"}, %t: tensor<2x3xf32>) -> tensor<f32> {
+  %0 = frame.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<*xf32>
+  %1 = frame.mse_loss %0, %t : (tensor<*xf32>, tensor<2x3xf32>) -> tensor<f32>
+  func.return %1 : tensor<f32>
+}
+
+// CHECK: frame-autodiff at @unranked: frame.matmul: expected static shapes, found tensor<*xf32> (run frame-shape-inference first)
+
+// -----
+
+// A region can read a parameter without taking it as an operand, which the
+// activity analysis cannot see: rejected rather than given a zero gradient.
+func.func @region(%w: tensor<4xf32> {frame.param = "w"}) -> tensor<f32> {
+  %0 = scf.execute_region -> tensor<f32> {
+    %1 = frame.sum %w : (tensor<4xf32>) -> tensor<f32>
+    scf.yield %1 : tensor<f32>
+  }
+  func.return %0 : tensor<f32>
+}
+
+// CHECK: frame-autodiff at @region: scf.execute_region: an op with regions cannot be differentiated
+
+// -----
+
+// A user function that already takes the gradient's name is an error, not a clash.
+func.func @taken(%w: tensor<4xf32> {frame.param = "w"}) -> tensor<f32> {
+  %0 = frame.sum %w : (tensor<4xf32>) -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+func.func @taken_grad() {
+  func.return
+}
+
+// CHECK: frame-autodiff at @taken: cannot add @taken_grad: the module already has a function of that name that is not its gradient

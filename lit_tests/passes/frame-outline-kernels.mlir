@@ -1,4 +1,4 @@
-// RUN: frame-opt %s -p frame-outline-kernels | filecheck %s
+// RUN: frame-opt %s --split-input-file --verify-diagnostics -p frame-outline-kernels | filecheck %s
 
 // Each linalg op moves into its own private kernel, named after the frame op it
 // implements; the fill value is cloned into its kernel; a memref used twice is
@@ -28,3 +28,15 @@ func.func @step(%x: memref<2x2xf32>, %out: memref<2x2xf32>, %arena: memref<64xi8
 // CHECK-NEXT:   func.call @step__k0_fill(%[[SV]]) : (memref<2x2xf32>) -> ()
 // CHECK-NEXT:   func.call @step__k1_mul(%[[SX]], %[[SO]]) : (memref<2x2xf32>, memref<2x2xf32>) -> ()
 // CHECK-NEXT:   func.return
+
+// -----
+
+// Kernels take memrefs: linalg on tensors means bufferization has not run.
+func.func @on_tensors(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<2xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2xf32>) -> tensor<2xf32>
+  func.return %f : tensor<2xf32>
+}
+
+// CHECK: frame-outline-kernels at @on_tensors: linalg.fill: expected linalg on memrefs, found one with tensor results (run frame-bufferize first)

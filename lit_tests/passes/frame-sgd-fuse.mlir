@@ -1,12 +1,15 @@
 // RUN: frame-opt %s --split-input-file --verify-diagnostics -p 'frame-sgd-fuse{lr=0.05}' | filecheck %s
 // RUN: frame-opt %s --split-input-file --verify-diagnostics -p frame-sgd-fuse | filecheck %s --check-prefix=DEFAULT
 // RUN: not frame-opt %s --split-input-file -p 'frame-sgd-fuse{lr=-1.0}' 2>&1 | filecheck %s --check-prefix=LR
+// RUN: not frame-opt %s --split-input-file -p 'frame-sgd-fuse{lr=1.0e-50}' 2>&1 | filecheck %s --check-prefix=LR-F32
 
 // DEFAULT-LABEL: func.func @lin_train_step
 // DEFAULT:       frame.sgd_update %{{.*}}, %{{.*}} {frame.layer = "{{.*}}", frame.stage = "update", lr = 1.000000e-02 : f32}
 
 // LR-NOT: Traceback
-// LR:     frame-opt: error: frame-sgd-fuse: learning rate expected > 0, found -1.0
+// A rate that rounds to 0 in float32 would train nothing.
+// LR-F32: frame-opt: error: frame-sgd-fuse: learning rate expected > 0 and finite in float32 (1.4e-45 .. 3.4e38), found 1e-50
+// LR:     frame-opt: error: frame-sgd-fuse: learning rate expected > 0 and finite in float32 (1.4e-45 .. 3.4e38), found -1.0
 
 // @lin_grad as frame-autodiff makes it (with a second parameter, the bias %b).
 func.func @lin(%x: tensor<8x4xf32>, %w: tensor<4x1xf32> {frame.param = "w"}, %b: tensor<8x1xf32> {frame.param = "b"}, %t: tensor<8x1xf32>) -> tensor<f32> {
@@ -58,3 +61,10 @@ func.func @short_grad(%w: tensor<4xf32> {frame.param = "w"}, %v: tensor<4xf32> {
 }
 
 // CHECK: frame-sgd-fuse at @short_grad: func.return: expected 3 results (loss and one gradient per parameter), found 2
+
+// -----
+
+// A declaration carrying frame.grad_of has no body to fuse into.
+func.func private @decl_grad(tensor<4xf32> {frame.param = "x"}) -> (tensor<f32>, tensor<4xf32>) attributes {frame.grad_of = "decl"}
+
+// CHECK: frame-sgd-fuse at @decl_grad: expected a gradient function with a body, found a declaration
