@@ -47,8 +47,25 @@ class Diagnostic:
     def __str__(self) -> str:
         where = self.pointer if self.pointer else "<root>"
         if self.message:
-            return f"{self.rule} at {where}: {self.message}"
-        return f"{self.rule} at {where}: expected {self.expected}, found {self.found}"
+            text = f"{self.rule} at {where}: {self.message}"
+        else:
+            text = f"{self.rule} at {where}: expected {self.expected}, found {self.found}"
+        return one_line(text)
+
+
+def one_line(text: str) -> str:
+    """`text` with unprintable characters escaped (a newline as `\\n`, a lone surrogate
+    as `\\ud800`), so a diagnostic stays one line whatever keys and names the document
+    holds."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+def _escaped(c: str) -> str:
+    if 0xD800 <= ord(c) <= 0xDFFF:  # a lone surrogate cannot be encoded at all
+        return f"\\u{ord(c):04x}"
+    return c.encode("unicode_escape").decode("ascii")
 
 
 class SpecError(Exception):

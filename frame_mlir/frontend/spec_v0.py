@@ -433,6 +433,12 @@ class _Checker:
                 f"element count overflows: batch {self.batch} exceeds {MAX_NUMEL}",
             )
             self.batch = None  # every [batch, ...] comparison would only repeat this
+        name = _get(self.doc.get("model"), "name")
+        if isinstance(name, str) and name.endswith("\n") and name[:-1].isidentifier():
+            # The schema's pattern ends in `$`, which Python's re also matches before a
+            # final newline (ECMA-262, the schema's dialect, does not).
+            self.add("FE-000", ("model", "name"), "an identifier ([A-Za-z_][A-Za-z0-9_]*)",
+                     json.dumps(name))
         self.check_inputs()
         self.check_layers()
         self.check_loss()
@@ -443,7 +449,7 @@ class _Checker:
     def check_optimizer(self) -> None:
         # The update runs in float32: a rate that rounds to 0 there would train nothing.
         lr = _as_number(_get(self.doc.get("optimizer"), "learning_rate"))
-        if lr is not None and lr > 0 and np.float32(lr) == 0:
+        if lr is not None and 0 < lr < 1 and np.float32(lr) == 0:  # (the schema caps lr)
             self.add("FE-000", ("optimizer", "learning_rate"),
                      "a learning rate > 0 in float32 (at least 1.4e-45)",
                      f"{_brief(lr)}, which rounds to 0")
@@ -453,6 +459,14 @@ class _Checker:
         if not isinstance(name, str) or not name:
             self.names_known = False
             return False  # the schema reports wrong types and empty strings
+        if not name.isprintable():
+            # Names reach IR dumps, logs and the emitted C++ source: a newline or other
+            # control character (or a lone surrogate) would break every one of them.
+            self.add("FE-002", parts, "a name of printable characters",
+                     json.dumps(name), f"name {json.dumps(name)} has a control or "
+                     "unprintable character")
+            self.ambiguous.add(name)  # references to it are not checked any further
+            return False
         if name in self.defined_at:
             self.ambiguous.add(name)
             self.add(
@@ -493,6 +507,7 @@ class _Checker:
                     f"'{name}'",
                     f"input name '{name}' collides with the data section key '{name}'",
                 )
+                self.ambiguous.add(name)  # references to it are not checked any further
                 ok = False
             feature = self.check_input_shape(inp.get("shape"), ("inputs", i, "shape"))
             if ok:
@@ -544,7 +559,7 @@ class _Checker:
             return None
         if ref in self.input_names or ref in self.layer_names:
             return None if ref in self.ambiguous else self.features.get(ref)
-        if not self.names_known:
+        if not self.names_known or ref in self.ambiguous:  # already reported
             return None
         visible = ", ".join(self.input_names + self.layer_names) or "none"
         expected = f"an input or an earlier layer: {visible}"

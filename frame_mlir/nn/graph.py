@@ -71,5 +71,8 @@ class Graph:
 
 
 def _ssa_name(name: str) -> str:
-    """An SSA name hint from a user name (`fc1.weight` -> `fc1_weight`)."""
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    """An SSA name hint from a user name (`fc1.weight` -> `fc1_weight`, `1fc` -> `_1fc`):
+    ASCII letters, digits and `_`, not starting with a digit, as MLIR names must be.
+    Only a hint for readable IR; nothing binds by it."""
+    hint = "".join(c if (c.isascii() and c.isalnum()) or c == "_" else "_" for c in name)
+    return f"_{hint}" if not hint or hint[0].isdigit() else hint

@@ -65,12 +65,15 @@ class Session:
         self.compiled = compiled
         spec = compiled.spec
         values = values or generate_initial_values(spec)
-        self.buffers: dict[str, np.ndarray] = {}
-        for name, arr in values.inputs.items():
-            self.buffers[name] = np.ascontiguousarray(arr, dtype=np.float32).copy()
-        self.buffers["target"] = np.ascontiguousarray(values.target, dtype=np.float32).copy()
-        for name, arr in values.params:
-            self.buffers[name] = np.ascontiguousarray(arr, dtype=np.float32).copy()
+        # Data inputs bind by position ([data inputs..., target], the graph's input
+        # order): user names need not be SSA names, and may even equal "target" or a
+        # parameter's name. Parameters bind by their frame.param name.
+        self.data: list[np.ndarray] = [
+            np.ascontiguousarray(arr, dtype=np.float32).copy()
+            for arr in (*values.inputs.values(), values.target)]
+        self.param_buffers: dict[str, np.ndarray] = {
+            name: np.ascontiguousarray(arr, dtype=np.float32).copy()
+            for name, arr in values.params}
         self.loss = np.zeros((), dtype=np.float32)
         (out,) = compiled.predict_sig.of_kind("output")
         self.prediction = np.zeros(out.shape, dtype=np.float32)
@@ -83,13 +86,14 @@ class Session:
     def _pointers(self, sig: FunctionSignature, out: np.ndarray) -> list[ctypes.c_void_p]:
         """Pointers for one call of `sig`'s function; its single result goes to `out`."""
         ptrs = []
+        data = iter(self.data)
         for a in sig.args:
             if a.kind == "arena":
                 ptrs.append(ctypes.c_void_p(self.arena.ctypes.data))
             elif a.kind == "output":
                 ptrs.append(ctypes.c_void_p(out.ctypes.data))
             else:
-                buf = self.buffers[a.name]
+                buf = next(data) if a.kind == "input" else self.param_buffers[a.name]
                 if buf.nbytes != a.nbytes:
                     raise ValueError(f"buffer '{a.name}' has {buf.nbytes} bytes, "
                                      f"the compiled function expects {a.nbytes}")
@@ -112,7 +116,8 @@ class Session:
         return self.prediction.copy()
 
     def params(self) -> dict[str, np.ndarray]:
-        return {n: self.buffers[n].copy() for n in self.compiled.lowered.param_names}
+        """The current parameters by name (copies)."""
+        return {n: self.param_buffers[n].copy() for n in self.compiled.lowered.param_names}
 
 
 def logged_steps(steps: int, log_every: int) -> list[int]:

@@ -30,6 +30,8 @@ from frame_mlir.backend.cpp.cmake import target_name
 from frame_mlir.backend.cpp.emitter import (
     EMIT_RULES,
     CppEmitError,
+    c_string,
+    comment_text,
     emit_module,
     float_literal,
 )
@@ -40,7 +42,7 @@ from frame_mlir.tools.driver import run_training
 
 TESTDATA = Path(__file__).resolve().parents[2] / "testdata"
 SPECS = ["tiny_mlp", "skip_mlp", "nobias_mlp", "nonfinal_pred", "reuse_input", "inline_data",
-         "mnist_mlp", "odd_mlp", "diverge_mlp"]
+         "mnist_mlp", "odd_mlp", "diverge_mlp", "names_mlp"]
 FINITE_SPECS = [n for n in SPECS if n != "diverge_mlp"]
 
 CXX = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
@@ -78,7 +80,23 @@ DIVERGE_MLP = {
     "optimizer": {"kind": "sgd", "learning_rate": 1e30},
     "training": {"steps": 20, "seed": 20260713, "log_every": 5},
 }
-GENERATED_SPECS = {"odd_mlp": ODD_MLP, "diverge_mlp": DIVERGE_MLP}
+# tiny_mlp with names that are legal in a spec but not as C++ or MLIR identifiers: an
+# input named like a parameter, a layer name ending in a backslash (which would splice
+# a `//` comment onto the next line), a prediction with a quote, a printf directive and
+# a non-ASCII letter (written into a string literal of the program).
+_TINY = json.loads((TESTDATA / "tiny_mlp.json").read_text())
+NAMES_MLP = {
+    **_TINY,
+    "model": {"name": "names_mlp", "dtype": "float32", "batch": 8},
+    "inputs": [{"name": "h\\.bias", "shape": [8, 4]}],
+    "layers": [{**_TINY["layers"][0], "name": "h\\", "input": "h\\.bias"},
+               {**_TINY["layers"][1], "name": 'out"q%d\u00e9', "input": "h\\"}],
+    "loss": {**_TINY["loss"], "prediction": 'out"q%d\u00e9'},
+    "training": {"steps": 20, "seed": 20260713, "log_every": 5},
+    "data": {"h\\.bias": _TINY["data"]["x"], "target": _TINY["data"]["target"],
+             "params": _TINY["data"]["params"]},
+}
+GENERATED_SPECS = {"odd_mlp": ODD_MLP, "diverge_mlp": DIVERGE_MLP, "names_mlp": NAMES_MLP}
 DIVERGE_WARNING = ("diverge_mlp: warning: training diverged: the loss first became inf at "
                    "step 1 (learning_rate 1e+30 may be too large)\n")
 
@@ -303,6 +321,32 @@ def test_special_float_literals() -> None:
     assert float_literal(math.inf, f32) == "std::numeric_limits<float>::infinity()"
     assert float_literal(-math.inf, f32) == "-std::numeric_limits<float>::infinity()"
     assert float_literal(math.nan, f32) == "std::numeric_limits<float>::quiet_NaN()"
+
+
+def test_user_text_in_comments_and_strings_is_escaped() -> None:
+    # A newline would end a // comment, a trailing backslash would splice the next line.
+    assert comment_text("h\nint injected;") == "h\\nint injected;"
+    assert comment_text("layer\\") == "layer\\x5c"
+    assert comment_text("caf\u00e9 %d") == "caf\u00e9 %d"
+    # String literals: octal escapes for every non-ASCII or control byte.
+    assert c_string('out"q\\') == '"out\\"q\\\\"'
+    assert c_string("\u00e91\n") == '"\\303\\2511\\012"'
+
+
+@needs_toolchain
+def test_names_do_not_change_the_numbers(jit_outputs: dict[str, str],
+                                         binaries: dict[str, Path], tmp_path: Path) -> None:
+    """names_mlp is tiny_mlp under other names: the same numbers, JIT and C++ alike
+    (its input is named like one of its parameters: inputs bind by position)."""
+    plain = {**NAMES_MLP, "model": {**NAMES_MLP["model"], "name": "plain"},
+             "inputs": _TINY["inputs"], "layers": _TINY["layers"], "loss": _TINY["loss"],
+             "data": _TINY["data"]}
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps(plain))
+    expected = _jit_stdout(load_spec(str(path))).replace("predictions fc2 ",
+                                                          'predictions out"q%d\u00e9 ')
+    assert jit_outputs["names_mlp"] == expected
+    assert _run(binaries["names_mlp"]).stdout == expected
 
 
 # --------------------------------------------------------------------------------------

@@ -657,3 +657,57 @@ def test_pointer_escaping_round_trip() -> None:
     assert pointer == "/data/a~1b~0c/3"
     assert split_pointer(pointer) == ["data", "a/b~c", "3"]
     assert split_pointer("") == []
+
+
+# --------------------------------------------------------------------------- names and text
+
+
+@pytest.mark.parametrize("bad", ["h\nint x;", "tab\there", "\ud800", "bell\x07"])
+def test_names_must_be_printable(bad: str) -> None:
+    """Names reach IR dumps, logs and the emitted C++: a control character or a lone
+    surrogate is FE-002 at the definition, with no follow-on error at its uses."""
+    doc = tiny()
+    doc["layers"][0]["name"] = bad
+    doc["layers"][1]["input"] = bad
+    assert rejects(doc) == {("FE-002", "/layers/0/name")}
+
+
+def test_printable_names_of_any_script_are_fine() -> None:
+    doc = tiny()
+    for old, new in (("fc1", "couche-1 \u00e9"), ("fc2", 'out"%d\\')):
+        doc["layers"] = [{**lay, "name": new if lay["name"] == old else lay["name"],
+                          "input": new if lay["input"] == old else lay["input"]}
+                         for lay in doc["layers"]]
+    doc["loss"]["prediction"] = 'out"%d\\'
+    assert parse_spec(json.dumps(doc), "t.json").loss.prediction == 'out"%d\\'
+
+
+def test_model_name_with_a_trailing_newline_is_rejected() -> None:
+    # Python's `$` matches before a final newline; the schema means the ECMA-262 `$`.
+    doc = tiny()
+    doc["model"]["name"] = "tiny\n"
+    assert rejects(doc) == {("FE-000", "/model/name")}
+
+
+def test_learning_rate_that_rounds_to_zero_in_float32() -> None:
+    doc = tiny()
+    doc["optimizer"]["learning_rate"] = 1e-50
+    with pytest.raises(SpecError) as info:
+        parse_spec(json.dumps(doc), "t.json")
+    (d,) = info.value.diagnostics
+    assert (d.rule, d.pointer) == ("FE-000", "/optimizer/learning_rate")
+    assert "found 1e-50, which rounds to 0" in str(d)
+    doc["optimizer"]["learning_rate"] = 1.5e-45  # the smallest float32 is fine
+    parse_spec(json.dumps(doc), "t.json")
+
+
+def test_every_diagnostic_is_one_line() -> None:
+    """Keys and names are quoted with their control characters escaped, so each
+    diagnostic stays on its own line whatever the document holds."""
+    doc = tiny()
+    doc["data"]["x\ny"] = doc["data"]["x"]
+    with pytest.raises(SpecError) as info:
+        parse_spec(json.dumps(doc), "t.json")
+    text = str(info.value)
+    assert len(text.splitlines()) == len(info.value.diagnostics) == 1
+    assert "unknown key 'x\\ny'" in text

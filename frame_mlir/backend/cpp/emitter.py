@@ -83,6 +83,30 @@ CPP_KEYWORDS = frozenset("""
 """.split())
 
 
+def comment_text(text: str) -> str:
+    """`text` safe inside a `//` comment: unprintable characters are escaped (a newline
+    would end the comment and turn the rest into code), and so is `\\`, as `\\x5c`
+    (a backslash at the end of a line splices the next line into the comment)."""
+    return "".join("\\x5c" if c == "\\" else c if c.isprintable() else
+                   c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def c_string(text: str) -> str:
+    """A C++ string literal holding `text`'s UTF-8 bytes: printable ASCII as itself,
+    `"` and `\\` escaped, every other byte as a three-digit octal escape (which,
+    unlike `\\x`, cannot swallow a following digit)."""
+    out = []
+    for byte in text.encode("utf-8", "surrogatepass"):
+        ch = chr(byte)
+        if ch in "\\\"":
+            out.append("\\" + ch)
+        elif 0x20 <= byte < 0x7F:
+            out.append(ch)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
 def cpp_identifier(name: str) -> str:
     """A valid, non-reserved C++ identifier that reads like `name` (`fc1.weight` ->
     `fc1_weight`).
@@ -552,9 +576,9 @@ class CppEmitter:
         if op is not None:
             parts.append(f"kernel of frame.{op}")
         if layer is not None:
-            parts.append(f"layer {layer}")
+            parts.append(f"layer {comment_text(layer)}")
         if stage is not None:
-            parts.append(stage)
+            parts.append(comment_text(stage))
         if fn.sym_visibility is None or fn.sym_visibility.data != "private":
             if "frame.train_step" in fn.attributes:
                 parts.append("training step: forward, backward and SGD update")
@@ -581,10 +605,10 @@ class CppEmitter:
         if stage is not None and stage != old_stage:
             if self.lines and self.lines[-1].strip():
                 self.line()
-            self.line(f"// ---- {stage} ----")
+            self.line(f"// ---- {comment_text(stage)} ----")
             old_layer = None
         if layer is not None and layer != old_layer:
-            self.line(f"// layer {layer}")
+            self.line(f"// layer {comment_text(layer)}")
         self.banner = (stage, layer)
 
 

@@ -35,6 +35,8 @@ from frame_mlir.backend.cpp.emitter import (
     CppEmitError,
     CppModule,
     Namer,
+    c_string,
+    comment_text,
     cpp_identifier,
     emit_module,
     float_literal,
@@ -164,20 +166,28 @@ class _MainWriter:
             raise CppEmitError(f"the module has no function @{ir_name}")
         return info.cpp_name, sig
 
-    def call(self, ir_name: str, buffers: dict[str, str], output: str, arena: str) -> str:
-        """The C++ call of a public function, binding its arguments by kind the way
-        `trainer.Session` binds numpy buffers."""
+    def call(self, ir_name: str, data: list[str], params: dict[str, str], output: str,
+             arena: str) -> str:
+        """The C++ call of a public function, binding its arguments the way
+        `trainer.Session` binds numpy buffers: data inputs (then the target) by position,
+        parameters by name."""
         cpp_name, sig = self.function(ir_name)
         args = []
+        data_args = iter(data)
         for a in sig.args:
             if a.kind == "arena":
                 args.append(arena)
             elif a.kind == "output":
                 args.append(output)
-            elif a.name in buffers:
-                args.append(buffers[a.name])
+            elif a.kind == "input":
+                arg = next(data_args, None)
+                if arg is None:
+                    raise CppEmitError(f"@{ir_name}: no host buffer for input '{a.name}'")
+                args.append(arg)
+            elif a.name in params:
+                args.append(params[a.name])
             else:
-                raise CppEmitError(f"@{ir_name}: no host buffer for argument '{a.name}'")
+                raise CppEmitError(f"@{ir_name}: no host buffer for parameter '{a.name}'")
         return f"{cpp_name}({', '.join(args)});"
 
     def write(self) -> str:
@@ -196,10 +206,10 @@ class _MainWriter:
         self.line("// Host buffers. The parameters are updated in place by the training "
                   "step; the")
         self.line("// arena holds every intermediate at the offsets the memory plan chose.")
-        buffers: dict[str, str] = {}
-        for step in plan:
+        buffers: dict[int, str] = {}  # plan index -> C++ name
+        for k, step in enumerate(plan):
             cname = self.names.fresh(step.buffer)
-            buffers[step.buffer] = cname
+            buffers[k] = cname
             decl = f"alignas(64) static float {cname}[{_size_expr(step.shape)}]"
             if isinstance(step.init, InlineInit):
                 self.line(f"{decl} = {_array_initialiser(step.init.values, '  ')};")
@@ -213,24 +223,31 @@ class _MainWriter:
         (pred_arg,) = psig.of_kind("output")
         prediction = self.names.fresh("prediction")
         self.line(f"alignas(64) static float {prediction}[{_size_expr(pred_arg.shape)}];")
+        # Data inputs (then the target) bind by position, parameters by name.
+        data = [buffers[k] for k, st in enumerate(plan) if st.role == "data input"]
+        data += [buffers[k] for k, st in enumerate(plan) if st.role == "target"]
+        params = {st.buffer: buffers[k] for k, st in enumerate(plan)
+                  if st.role not in ("data input", "target")}
 
         self.line()
         uniform = [s for s in plan if isinstance(s.init, UniformInit)]
         inline = [s for s in plan if isinstance(s.init, InlineInit)]
         if inline:
-            self.line(f"// Inline data (no random draws): {', '.join(s.buffer for s in inline)}.")
+            self.line("// Inline data (no random draws): "
+                      f"{comment_text(', '.join(s.buffer for s in inline))}.")
         if uniform:
             engine = self.names.fresh("engine")
             self.line("// Initial values: one std::mt19937(seed), drawn in the order data "
                       "input ->")
             self.line("// target -> each layer's weight then bias (runtime/random.py).")
             self.line(f"std::mt19937 {engine}({spec.training.seed}u);")
-            for s in uniform:
-                assert isinstance(s.init, UniformInit)
+            for k, s in enumerate(plan):
+                if not isinstance(s.init, UniformInit):
+                    continue
                 label = f"data input {s.buffer}" if s.role == "data input" else s.buffer
-                self.line(f"fill_uniform({engine}, {buffers[s.buffer]}, "
+                self.line(f"fill_uniform({engine}, {buffers[k]}, "
                           f"{_size_expr(s.shape)}, {_f32(s.init.lo)}, {_f32(s.init.hi)});"
-                          f"  // {label}")
+                          f"  // {comment_text(label)}")
             self.line()
 
         steps = self.names.fresh("steps")
@@ -252,7 +269,7 @@ class _MainWriter:
         self.line(f"float {diverged_loss} = 0.0f;")
         self.line(f"const auto {start} = std::chrono::steady_clock::now();")
         self.line(f"for (std::int64_t {step} = 0; {step} < {steps}; ++{step}) {{")
-        self.line(self.call(step_fn, buffers, f"&{loss}", arena), 2)
+        self.line(self.call(step_fn, data, params, f"&{loss}", arena), 2)
         self.line(f"if ({diverged} < 0 && !std::isfinite({loss})) {{", 2)
         self.line(f"{diverged} = {step};", 3)
         self.line(f"{diverged_loss} = {loss};", 3)
@@ -281,12 +298,13 @@ class _MainWriter:
         shape = pred_arg.shape
         rows = shape[0] if shape else 1
         cols = prod(shape[1:]) if shape else 1
-        self.line(f"// Predictions of the trained model (layer {spec.loss.prediction}), "
-                  "as frame-run")
+        self.line("// Predictions of the trained model (layer "
+                  f"{comment_text(spec.loss.prediction)}), as frame-run")
         self.line("// --print-predictions prints them: one row per line.")
-        self.line(self.call(predict_fn, buffers, prediction, arena))
-        self.line(f'std::printf("predictions {spec.loss.prediction} '
-                  f'[{", ".join(str(d) for d in shape)}]\\n");')
+        self.line(self.call(predict_fn, data, params, prediction, arena))
+        # The name goes in as a %s argument: a `%` in it must not act as a directive.
+        self.line(f'std::printf("predictions %s [{", ".join(str(d) for d in shape)}]\\n", '
+                  f"{c_string(spec.loss.prediction)});")
         r, c = self.names.fresh("row"), self.names.fresh("col")
         self.line(f"for (int {r} = 0; {r} < {rows}; ++{r}) {{")
         self.line(f"for (int {c} = 0; {c} < {cols}; ++{c}) {{", 2)
