@@ -896,6 +896,11 @@ def parse_spec(text: str, source: str = "<string>") -> ModelSpec:
     return spec_from_doc(doc, source)
 
 
+#: The largest spec file read: ample for inline data of millions of values, and a bound
+#: on what a device file or a wrong path can make the loader read.
+MAX_SPEC_BYTES = 1 << 30
+
+
 def load_spec(path: str | Path) -> ModelSpec:
     """Read, parse and validate the v0 spec file at ``path`` (``-``: standard input).
 
@@ -905,7 +910,11 @@ def load_spec(path: str | Path) -> ModelSpec:
     from_stdin = str(path) == "-"  # the tools' convention, as in mlir-opt
     source = "<stdin>" if from_stdin else str(path)
     try:
-        raw = sys.stdin.buffer.read() if from_stdin else Path(path).read_bytes()
+        if from_stdin:
+            raw = sys.stdin.buffer.read(MAX_SPEC_BYTES + 1)
+        else:
+            with open(path, "rb") as f:
+                raw = f.read(MAX_SPEC_BYTES + 1)
     except OSError as e:
         reason = e.strerror or type(e).__name__
         raise SpecError(
@@ -916,6 +925,10 @@ def load_spec(path: str | Path) -> ModelSpec:
             ],
             source,
         ) from None
+    if len(raw) > MAX_SPEC_BYTES:  # e.g. /dev/zero, which would never end
+        raise SpecError([Diagnostic("IO-001", source, f"at most {MAX_SPEC_BYTES} bytes",
+                                    "more", f"spec file larger than {MAX_SPEC_BYTES >> 20} MiB")],
+                        source)
     try:
         text = raw.decode("utf-8-sig")  # tolerate a BOM: editors on some platforms add one
     except UnicodeDecodeError as e:

@@ -116,7 +116,17 @@ class Executable:
         self.signatures = sigs
         self.llvm_ir = to_llvm_text(llvm_module)
         self.jit: JitModule = jit_compile(self.llvm_ir, opt_level=opt_level)
-        self._arena = aligned_empty(max([s.arena_size for s in sigs.values()] + [64]))
+        self._arena: np.ndarray | None = None  # made by the first __call__: a Session
+        # brings its own, and an arena can be large
+
+    @property
+    def arena(self) -> np.ndarray:
+        """The scratch arena `__call__` passes (one for every function: they run one at
+        a time)."""
+        if self._arena is None:
+            self._arena = aligned_empty(max([s.arena_size for s in self.signatures.values()]
+                                            + [64]))
+        return self._arena
 
     def function(self, name: str) -> ctypes._CFuncPtr:
         """The ctypes callable of `@name` (all arguments are pointers)."""
@@ -140,7 +150,7 @@ class Executable:
         it = iter(inputs)
         for a in sig.args:
             if a.kind == "arena":
-                buf = self._arena
+                buf = self.arena
             elif a.kind == "output":
                 buf = np.zeros(a.shape, dtype=a.dtype)
                 results[a.result_index or 0] = buf

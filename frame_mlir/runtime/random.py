@@ -100,9 +100,25 @@ class U32Source(Protocol):
         ...
 
 
+#: Draws are mapped in blocks of this many: the temporaries of a block (uint64 words,
+#: float32 steps) stay small however large the tensor; the engine is sequential, so
+#: blocks give the very same values.
+_BLOCK = 1 << 20
+
+
 def uniform_float32(engine: U32Source, n: int, lo: float, hi: float) -> np.ndarray:
     """``n`` float32 samples of U[lo, hi) with the project mapping (module docstring)."""
-    u = engine.next_u32(n)
+    if n <= _BLOCK:
+        return _map_uniform(engine.next_u32(n), lo, hi)
+    out = np.empty(n, dtype=np.float32)
+    for start in range(0, n, _BLOCK):
+        stop = min(start + _BLOCK, n)
+        out[start:stop] = _map_uniform(engine.next_u32(stop - start), lo, hi)
+    return out
+
+
+def _map_uniform(u: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Raw words to float32 samples of U[lo, hi) (module docstring)."""
     with np.errstate(over="ignore"):
         c = u.astype(np.float32) / _TWO_POW_32
     c = np.where(c >= np.float32(1.0), _ONE_BELOW, c).astype(np.float32)

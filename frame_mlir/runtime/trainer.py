@@ -64,6 +64,7 @@ class Session:
     def __init__(self, compiled: CompiledSpec, values: InitialValues | None = None):
         self.compiled = compiled
         spec = compiled.spec
+        _check_host_memory(compiled)
         values = values or generate_initial_values(spec)
         # Data inputs bind by position ([data inputs..., target], the graph's input
         # order): user names need not be SSA names, and may even equal "target" or a
@@ -118,6 +119,35 @@ class Session:
     def params(self) -> dict[str, np.ndarray]:
         """The current parameters by name (copies)."""
         return {n: self.param_buffers[n].copy() for n in self.compiled.lowered.param_names}
+
+
+def _available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes (None where there is no such file)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _check_host_memory(compiled: CompiledSpec) -> None:
+    """Fail clearly, before allocating, when a spec's buffers cannot fit in memory:
+    the arena, every data input, parameter and output (a spec may ask for tensors of
+    up to 2^31 - 1 elements each)."""
+    sigs = (compiled.step_sig, compiled.forward_sig, compiled.predict_sig)
+    arena = max(s.arena_size for s in sigs)
+    host = sum(a.nbytes for a in compiled.step_sig.args if a.kind != "arena")
+    host += sum(a.nbytes for a in compiled.predict_sig.of_kind("output"))
+    available = _available_memory()
+    if available is not None and arena + host > available:
+        gib = 1 << 30
+        raise MemoryError(f"the model needs {(arena + host) / gib:.1f} GiB of host buffers "
+                          f"(an arena of {arena / gib:.1f} GiB for the intermediates, "
+                          f"{host / gib:.1f} GiB for data, parameters and outputs), "
+                          f"{available / gib:.1f} GiB are available")
 
 
 def logged_steps(steps: int, log_every: int) -> list[int]:

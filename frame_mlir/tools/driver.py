@@ -32,18 +32,21 @@ def format_loss(value: float) -> str:
     return f"{value:.9g}"
 
 
-def emit_stage(spec: ModelSpec, stage: str, out: TextIO) -> None:
-    """Print the IR of `spec` at `stage` and stop."""
+def emit_stage(spec: ModelSpec, stage: str, out: TextIO, *,
+               print_ir_after_all: bool = False) -> None:
+    """Print the IR of `spec` at `stage` and stop (with `print_ir_after_all`, the IR
+    after every pass up to there goes to stderr, as in a training run)."""
     lowered = lower_spec(spec)
     module = lowered.module
+    hook = print_ir_after_all_hook(sys.stderr) if print_ir_after_all else None
     if stage == "frontend":
         out.write(ir_text(module) + "\n")
         return
     if stage in STAGE_NAMES:
-        run_pipeline(module, spec.optimizer.learning_rate, stop_after=stage)
+        run_pipeline(module, spec.optimizer.learning_rate, stop_after=stage, after_pass=hook)
         out.write(ir_text(module) + "\n")
         return
-    run_pipeline(module, spec.optimizer.learning_rate)
+    run_pipeline(module, spec.optimizer.learning_rate, after_pass=hook)
     from frame_mlir.backend.llvm.jit import jit_compile
     from frame_mlir.backend.llvm.translate import to_llvm_text
 

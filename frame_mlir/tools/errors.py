@@ -33,7 +33,14 @@ def describe(tool: str, e: BaseException) -> tuple[str, int] | None:
     if isinstance(e, FileNotFoundError):
         return f"{tool}: error: IO-001 at {e.filename}: file not found", EXIT_ERROR
     if isinstance(e, OSError):
-        return f"{tool}: error: IO-001 at {getattr(e, 'filename', '?')}: {e.strerror}", EXIT_ERROR
+        # No file name: a write to standard output or error failed (`> /dev/full`).
+        where = e.filename if e.filename is not None else "<output>"
+        return f"{tool}: error: IO-001 at {where}: {e.strerror or e}", EXIT_ERROR
+    if isinstance(e, MemoryError):
+        detail = str(e) or "an allocation failed"
+        return f"{tool}: error: RT-001: out of memory: {detail}", EXIT_ERROR
+    if isinstance(e, RecursionError):
+        return f"{tool}: error: input nested too deeply to process ({e})", EXIT_ERROR
     if isinstance(e, ValueError):  # e.g. an unknown pass name in a -p pipeline
         return f"{tool}: error: {e}", EXIT_ERROR
     return None

@@ -39,6 +39,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.emit and not args.out:
             build_parser().error("--emit needs --out DIR")
+        if args.out is not None and not args.emit:
+            build_parser().error("--out applies to --emit only")
+        if args.emit and args.out == "-":
+            build_parser().error("--out needs a directory (the program is two files), "
+                                 "found '-'")
         spec = load_spec(args.spec)
         if args.check:
             print(f"OK {spec.name}")

@@ -40,7 +40,18 @@ class FrameOptMain(xDSLOptMain):
             return super().parse_chunk(chunk, file_extension, start_offset)
         from frame_mlir.tools.locations import LocatingParser
 
-        parser = LocatingParser(self.ctx, chunk.read(), self.get_input_name(),
+        data = chunk.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1 + start_offset
+            raise ValueError(f"IO-001 at {self.get_input_name()}:{line}: expected UTF-8 text, "
+                             f"found byte 0x{data[e.start]:02x}") from None
+        if all(not ln.strip() or ln.lstrip().startswith("//") for ln in text.splitlines()):
+            # Nothing but blank lines and comments (an empty file, an empty split chunk):
+            # an empty module, as mlir-opt prints for it.
+            return ModuleOp([])
+        parser = LocatingParser(self.ctx, text, self.get_input_name(),
                                 line_offset=start_offset)
         return parser.parse_located_module(not self.args.no_implicit_module)
 

@@ -38,9 +38,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from frame_mlir.frontend.spec_v0 import load_spec
         from frame_mlir.tools.driver import emit_stage, run_training
 
+        if args.emit_stage and args.print_predictions:
+            build_parser().error("--print-predictions needs a training run; --emit-stage "
+                                 "stops before one")
         spec = load_spec(args.spec)
         if args.emit_stage:
-            emit_stage(spec, args.emit_stage, sys.stdout)
+            emit_stage(spec, args.emit_stage, sys.stdout,
+                       print_ir_after_all=args.print_ir_after_all)
             return 0
         return run_training(spec, sys.stdout, print_ir_after_all=args.print_ir_after_all,
                             print_predictions=args.print_predictions)
