@@ -13,6 +13,7 @@ be graph outputs, returned as they are.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -187,7 +188,15 @@ def _dims(shape: Sequence[int], what: str) -> tuple[int, ...]:
         if d < 0:
             raise ValueError(f"{what}: negative dimension {d} in shape {list(shape)}")
         dims.append(int(d))
+    if math.prod(dims) > MAX_ELEMENTS:
+        raise ValueError(f"{what}: shape {dims} has {math.prod(dims)} elements, more than "
+                         f"the {MAX_ELEMENTS} (2^48) a tensor may hold")
     return tuple(dims)
+
+
+#: The most elements one tensor may have: byte offsets into buffers and the arena are
+#: 64-bit, and 2^48 elements (1 PiB of f32) is far beyond any machine's memory anyway.
+MAX_ELEMENTS = 1 << 48
 
 
 def _dtype(dtype: object, what: str) -> DType:

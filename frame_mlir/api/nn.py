@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from frame_mlir.api.graph import Graph, Value
 from frame_mlir.api.tensor import DType
 from frame_mlir.dialects.frame import ShapeError
@@ -100,13 +102,21 @@ def Linear(name: str, batch: int, in_dim: int, out_dim: int, with_bias: bool,
     """x @ weight[in_dim, out_dim] (+ bias[batch, out_dim])."""
     batch, in_dim, out_dim = (_int(v, w) for v, w in ((batch, "batch"), (in_dim, "in_dim"),
                                                       (out_dim, "out_dim")))
-    inner = core_nn.Linear(_name(name), batch, in_dim, out_dim, bool(with_bias))
+    inner = core_nn.Linear(_name(name), batch, in_dim, out_dim, _flag(with_bias, "with_bias"))
     return Module._make(inner, DType(dtype), 1)
 
 
 def Relu(name: str) -> Module:
     """max(x, 0) elementwise."""
     return Module._make(core_nn.Relu(_name(name)), DType.float32, 1)
+
+
+def _flag(v: object, what: str) -> bool:
+    """A bool parameter: bool, numpy bool or int, as a C++ `bool` binding converts;
+    anything else (a string, None) is a TypeError rather than its truthiness."""
+    if isinstance(v, bool | np.bool_ | int):
+        return bool(v)
+    raise TypeError(f"{what} must be a bool, found {type(v).__name__}")
 
 
 def _pair(v: object, what: str) -> list[int]:
@@ -126,7 +136,7 @@ def Conv2d(name: str, in_channels: int, out_channels: int, kernel_hw: Sequence[i
     padding = _pair(padding_hw, "padding_hw")
     inner = core_nn.Conv(_name(name), _int(in_channels, "in_channels"),
                          _int(out_channels, "out_channels"), kernel, stride, padding,
-                         _int(groups, "groups"), bool(with_bias))
+                         _int(groups, "groups"), _flag(with_bias, "with_bias"))
     return Module._make(inner, DType(dtype), 1)
 
 
@@ -136,7 +146,7 @@ def Conv1d(name: str, in_channels: int, out_channels: int, kernel: int, stride: 
     inner = core_nn.Conv(_name(name), _int(in_channels, "in_channels"),
                          _int(out_channels, "out_channels"), [_int(kernel, "kernel")],
                          [_int(stride, "stride")], [_int(padding, "padding")],
-                         _int(groups, "groups"), bool(with_bias))
+                         _int(groups, "groups"), _flag(with_bias, "with_bias"))
     return Module._make(inner, DType(dtype), 1)
 
 
@@ -182,6 +192,12 @@ def Sequential(name: str, children: Sequence[Module]) -> Module:
     for c in kids:
         if not isinstance(c, Module):
             raise TypeError("Sequential: children must be Modules")
+    seen: set[str] = set()
+    for c in kids:
+        if c.name in seen:  # their parameters would share dotted names
+            raise ValueError(f"Sequential '{name}': two children are named '{c.name}'; "
+                             "parameter names would collide")
+        seen.add(c.name)
     dtype = kids[0]._dtype if kids else DType.float32
     first = kids[0]._inputs if kids else 1
     return Module._make(core_nn.Sequential(_name(name), [c._module for c in kids]), dtype,

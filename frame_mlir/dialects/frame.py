@@ -141,15 +141,14 @@ class FrameOp(IRDLOperation):
         return tensor_type(self.infer_shape(shapes), elem)  # type: ignore[arg-type]
 
     def verify_dims(self) -> None:
-        """Frame tensors are unranked (until shape inference) or have static dims >= 1:
-        no `?` dims, and no empty tensors (a mean over none, a pool over nothing)."""
+        """Frame tensors are unranked (until shape inference) or statically shaped: no
+        `?` dims. (Empty tensors are fine, as in PyTorch: a mean over none is NaN.)"""
         for kind, values in (("operand", self.operands), ("result", self.results)):
             for i, v in enumerate(values):
                 shape = static_shape(v)
-                if shape is not None and any(d < 1 for d in shape):
-                    dims = "a dynamic dim" if any(d < 0 for d in shape) else "a zero dim"
-                    raise VerifyException(f"{self.name}: {kind} #{i} expected static dims "
-                                          f">= 1, found {dims} in {v.type}")
+                if shape is not None and any(d < 0 for d in shape):
+                    raise VerifyException(f"{self.name}: {kind} #{i} expected static dims, "
+                                          f"found a dynamic dim in {v.type}")
 
     def verify_(self) -> None:
         self.verify_dims()

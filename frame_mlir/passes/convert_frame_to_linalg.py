@@ -250,7 +250,8 @@ def _mse_loss(lw: Lowerer, op: Operation) -> SSAValue:
 
 
 def _mse_loss_grad(lw: Lowerer, op: Operation) -> SSAValue:
-    norm = 2.0 / _numel(op.operands[0])
+    n = _numel(op.operands[0])
+    norm = 2.0 / n if n else 0.0  # an empty tensor: the gradient has no elements anyway
 
     def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
         d = b.insert(arith.SubfOp(a[0], a[1])).result

@@ -814,3 +814,41 @@ def test_compile_cache_is_not_observable() -> None:
     assert scaled([float(b)] * 2).tolist() == [b, b]
     assert scaled([1.0, 2.0]).tolist() == [1.0, 2.0]
     assert scaled([3.0, -4.0]).tolist() == [3.0, -4.0]
+
+
+def test_empty_tensors_compute_like_torch() -> None:
+    """A [0, 4] input through matmul and mse: the loss is the mean of nothing, NaN (as
+    torch's mse_loss gives), and the gradient of the [4, 2] weight is zero."""
+    torch = pytest.importorskip("torch")
+    g = frame.Graph("empty")
+    x = g.add_graph_input([0, 4], F32)
+    w = g.add_graph_input([4, 2], F32)
+    t = g.add_graph_input([0, 2], F32)
+    g.mark_output(frame.mse_loss(g, frame.matmul(g, x, w), t))
+    back = frame.compile(frame.build_backward_graph(g, 0, [1]), "cpu")
+    wv = np.arange(8, dtype=np.float32).reshape(4, 2)
+    loss, dw = (o.numpy() for o in back.run([
+        frame.from_numpy(np.zeros((0, 4), np.float32)), frame.from_numpy(wv),
+        frame.from_numpy(np.zeros((0, 2), np.float32))]))
+    tw = torch.from_numpy(wv).requires_grad_()
+    ref = torch.nn.functional.mse_loss(torch.zeros(0, 4) @ tw, torch.zeros(0, 2))
+    ref.backward()
+    assert np.isnan(loss) and np.isnan(ref.item())
+    assert np.array_equal(dw, tw.grad.numpy())
+
+
+def test_shapes_beyond_any_memory_are_rejected_at_the_input() -> None:
+    g = frame.Graph("huge")
+    with pytest.raises(ValueError, match="elements, more than"):
+        g.add_graph_input([10**20], F32)
+    with pytest.raises(ValueError, match="elements, more than"):
+        g.add_graph_input([1 << 30, 1 << 30], F32)
+
+
+def test_nn_argument_checks() -> None:
+    with pytest.raises(TypeError, match="with_bias must be a bool"):
+        frame.nn.Linear("a", 2, 3, 4, "yes", F32)
+    lin = frame.nn.Linear("a", 2, 3, 4, True, F32)
+    # Two children of one name would give two parameters of one dotted name.
+    with pytest.raises(ValueError, match="two children are named 'a'"):
+        frame.nn.Sequential("s", [lin, lin])
