@@ -127,3 +127,57 @@ def test_fp16_modules_build_and_train() -> None:
                                      padding=1).numpy()
     assert out.dtype == F16
     np.testing.assert_allclose(out.numpy().astype(np.float32), ref, rtol=RTOL, atol=1e-2)
+
+
+def _bits_equal(ours: np.ndarray, ref: np.ndarray) -> None:
+    ours, ref = np.asarray(ours, np.float16), np.asarray(ref, np.float16)
+    same = (ours.view(np.uint16) == ref.view(np.uint16)) | (np.isnan(ours) & np.isnan(ref))
+    assert same.all(), (f"{int((~same).sum())} of {same.size} differ; first at "
+                        f"{int(np.flatnonzero(~same)[0])}: ours {ours.ravel()[~same][0]} vs "
+                        f"{ref.ravel()[~same][0]}")
+
+
+def test_fp16_rounds_exactly_once_per_op_on_every_half_value() -> None:
+    """Every float16 bit pattern (NaN, inf, subnormals included) through add, mul and a
+    chain relu(a * b + a): f32 arithmetic with one rounding to f16 after each op, which
+    is exact for add and mul of halves. Bit for bit, so a skipped or doubled rounding
+    anywhere fails (a tolerance of even one ulp would hide it)."""
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    a = every.copy()
+    b = np.random.default_rng(0).permutation(every)
+
+    def run(build, *arrays: np.ndarray) -> np.ndarray:  # noqa: ANN001
+        g = frame.Graph("fp16")
+        ins = [g.add_graph_input(list(x.shape), F16) for x in arrays]
+        g.mark_output(build(g, *ins))
+        (out,) = frame.compile(g, "cpu").run([frame.from_numpy(x) for x in arrays])
+        return out.numpy()
+
+    def f32(x: np.ndarray) -> np.ndarray:
+        return x.astype(np.float32)
+
+    with np.errstate(all="ignore"):
+        _bits_equal(run(frame.add, a, b), (f32(a) + f32(b)).astype(np.float16))
+        _bits_equal(run(frame.mul, a, b), (f32(a) * f32(b)).astype(np.float16))
+        step = (f32(a) * f32(b)).astype(np.float16)
+        step = (f32(step) + f32(a)).astype(np.float16)
+        ref = np.where(f32(step) < 0, np.float16(0), step)  # relu keeps NaN and -0.0
+        _bits_equal(run(lambda g, x, y: frame.relu(g, frame.add(g, frame.mul(g, x, y), x)),
+                        a, b), ref)
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(3, 17, 5), (1, 130, 1), (33, 65, 2)])
+def test_fp16_matmul_and_sum_accumulate_in_f32_and_round_once(m: int, k: int, n: int) -> None:
+    """Half inputs, an f32 accumulator, one rounding to f16 at the end: equal to the
+    exact (float64) result rounded to f32 and then to f16, for these sizes."""
+    rng = np.random.default_rng(m * k * n)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    g = frame.Graph("mm16")
+    x, y = g.add_graph_input([m, k], F16), g.add_graph_input([k, n], F16)
+    g.mark_output(frame.matmul(g, x, y))
+    g.mark_output(frame.sum(g, x, [1]))
+    mm, sm = frame.compile(g, "cpu").run([frame.from_numpy(a), frame.from_numpy(b)])
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    _bits_equal(mm.numpy(), exact.astype(np.float32).astype(np.float16))
+    _bits_equal(sm.numpy(), a.astype(np.float64).sum(1).astype(np.float32).astype(np.float16))

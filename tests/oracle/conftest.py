@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The pinned oracle (pyproject's test extra).
+TORCH_VERSION = "2.13.0"
 TESTDATA = ROOT / "testdata"
 
 #: Largest error figure seen per category: normwise relative (max|ours - ref| / max|ref|)
@@ -132,6 +134,10 @@ def torch() -> Iterator[ModuleType]:
     there these tests always run.
     """
     mod = pytest.importorskip("torch", reason="the PyTorch oracle needs torch (extra 'test')")
+    # The oracle is pinned: another version may round or break ties differently, and
+    # the figures in docs/numerics.md are for this one.
+    assert mod.__version__.split("+")[0] == TORCH_VERSION, \
+        f"the oracle is torch=={TORCH_VERSION}, found {mod.__version__}"
     threads = mod.get_num_threads()
     mod.set_num_threads(1)
     yield mod
