@@ -28,26 +28,34 @@ from frame_mlir.runtime.random import generate_initial_values
 # Each case is one compile (~1 s), the bulk of this file's runtime; 10 seeds reach
 # every wiring test_random_topologies_cover_the_interesting_wirings asks for.
 RANDOM_SEEDS = tuple(range(10))
+# A few more with widths that leave remainders of frame-tile-matmul's 4 x 64 register
+# tiles (and a batch that is not a multiple of 4), where the small ones never reach.
+WIDE_SEEDS = (100, 101, 102)
+WIDE_SIZES = (5, 17, 33, 65, 130)
 # tiny_mlp_check is tiny_mlp with other init ranges: same topology, so not repeated.
 TESTDATA_SPECS = ("tiny_mlp", "skip_mlp", "reuse_input", "nonfinal_pred", "nobias_mlp",
                   "inline_data", "mnist_mlp")
 
 
-def random_spec(seed: int) -> dict[str, Any]:
+def random_spec(seed: int, sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
     """A valid v0 spec document with 2-5 linear layers wired at random.
 
-    Each layer reads the data input or any earlier layer; widths 1..12, batch 1..8;
-    bias and relu are coin flips (the `activation` key is sometimes omitted, which
-    means "none"); the prediction is any layer.
+    Each layer reads the data input or any earlier layer; widths 1..12 and batch 1..8,
+    or both drawn from `sizes`; bias and relu are coin flips (the `activation` key is
+    sometimes omitted, which means "none"); the prediction is any layer.
     """
     rng = random.Random(seed)
-    batch = rng.randint(1, 8)
-    widths = {"x": rng.randint(1, 12)}
+
+    def size(hi: int) -> int:
+        return rng.choice(sizes) if sizes else rng.randint(1, hi)
+
+    batch = size(8)
+    widths = {"x": size(12)}
     layers: list[dict[str, Any]] = []
     for i in range(rng.randint(2, 5)):
         # A list in layer order, never a set: set order of strings varies per process.
         source = rng.choice(["x", *(layer["name"] for layer in layers)])
-        out = rng.randint(1, 12)
+        out = size(12)
         layer: dict[str, Any] = {"name": f"l{i}", "kind": "linear", "input": source,
                                  "weight_shape": [widths[source], out]}
         if rng.random() < 0.6:
@@ -114,6 +122,11 @@ def check_gradients(doc: dict[str, Any], torch: Any, oracle: Any, category: str)
 @pytest.mark.parametrize("seed", RANDOM_SEEDS)
 def test_random_topology_gradients(seed: int, torch: Any, oracle: Any) -> None:
     check_gradients(random_spec(seed), torch, oracle, "topology random")
+
+
+@pytest.mark.parametrize("seed", WIDE_SEEDS)
+def test_random_wide_topology_gradients_vs_torch(seed: int, torch: Any, oracle: Any) -> None:
+    check_gradients(random_spec(seed, WIDE_SIZES), torch, oracle, "topology random wide")
 
 
 @pytest.mark.parametrize("name", TESTDATA_SPECS)
