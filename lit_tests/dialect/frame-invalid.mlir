@@ -366,3 +366,442 @@ func.func @constant_range() {
   func.return
 }
 // CHECK: frame.constant: expected a value in the f32 range (|v| <= 3.40282347e+38; inf and nan as hex bit patterns), found 1e+40
+
+// -----
+
+// One kernel, stride and padding entry per spatial dim: a 1-d pool given two strides.
+func.func @pool_entries(%x: tensor<1x1x4xf32>) {
+  %0 = frame.max_pool %x {kernel = array<i64: 2>, stride = array<i64: 2, 2>, padding = array<i64: 0>} : (tensor<1x1x4xf32>) -> tensor<1x1x2xf32>
+  func.return
+}
+// CHECK:      frame.max_pool: expected an [N, C, *spatial] input with one kernel, stride and padding entry per spatial dim, found [1, 1, 4] and 1/2/1 entries
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "pool_entries"
+
+// -----
+
+// A 2-d kernel needs a rank-4 [N, C, H, W] input.
+func.func @pool_rank(%x: tensor<1x4x4xf32>) {
+  %0 = frame.avg_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x4x4xf32>) -> tensor<1x2x2xf32>
+  func.return
+}
+// CHECK:      frame.avg_pool: expected an [N, C, *spatial] input with one kernel, stride and padding entry per spatial dim, found [1, 4, 4] and 2/2/2 entries
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "pool_rank"
+
+// -----
+
+// The kernel must be >= 1.
+func.func @pool_kernel_zero(%x: tensor<1x1x4xf32>) {
+  %0 = frame.max_pool %x {kernel = array<i64: 0>, stride = array<i64: 1>, padding = array<i64: 0>} : (tensor<1x1x4xf32>) -> tensor<1x1x5xf32>
+  func.return
+}
+// CHECK:      frame.max_pool: kernel 0, stride 1, padding 0 do not fit a spatial size of 4
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "pool_kernel_zero"
+
+// -----
+
+// The stride must be >= 1.
+func.func @pool_stride_zero(%x: tensor<1x1x4xf32>) {
+  %0 = frame.avg_pool %x {kernel = array<i64: 2>, stride = array<i64: 0>, padding = array<i64: 0>} : (tensor<1x1x4xf32>) -> tensor<1x1x3xf32>
+  func.return
+}
+// CHECK:      frame.avg_pool: kernel 2, stride 0, padding 0 do not fit a spatial size of 4
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "pool_stride_zero"
+
+// -----
+
+// The padding must be >= 0.
+func.func @pool_padding_negative(%x: tensor<1x1x4xf32>) {
+  %0 = frame.max_pool %x {kernel = array<i64: 2>, stride = array<i64: 1>, padding = array<i64: -1>} : (tensor<1x1x4xf32>) -> tensor<1x1x1xf32>
+  func.return
+}
+// CHECK:      frame.max_pool: kernel 2, stride 1, padding -1 do not fit a spatial size of 4
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "pool_padding_negative"
+
+// -----
+
+// Padding at most half the kernel (as PyTorch requires).
+func.func @pool_padding_half(%x: tensor<1x1x4xf32>) {
+  %0 = frame.max_pool %x {kernel = array<i64: 2>, stride = array<i64: 1>, padding = array<i64: 2>} : (tensor<1x1x4xf32>) -> tensor<1x1x7xf32>
+  func.return
+}
+// CHECK:      frame.max_pool: kernel 2, stride 1, padding 2 do not fit a spatial size of 4 (need 2 * padding <= kernel)
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "pool_padding_half"
+
+// -----
+
+// The kernel must fit in the padded input.
+func.func @pool_kernel_too_big(%x: tensor<1x1x3xf32>) {
+  %0 = frame.avg_pool %x {kernel = array<i64: 4>, stride = array<i64: 1>, padding = array<i64: 0>} : (tensor<1x1x3xf32>) -> tensor<1x1x1xf32>
+  func.return
+}
+// CHECK:      frame.avg_pool: kernel 4, stride 1, padding 0 do not fit a spatial size of 3
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "pool_kernel_too_big"
+
+// -----
+
+// (4 - 2) / 2 + 1 = 2 windows per spatial dim.
+func.func @pool_result_type(%x: tensor<1x1x4x4xf32>) {
+  %0 = frame.avg_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32>
+  func.return
+}
+// CHECK:      frame.avg_pool: result type expected tensor<1x1x2x2xf32>, found tensor<1x1x3x3xf32>
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "pool_result_type"
+
+// -----
+
+func.func @pool_without_kernel(%x: tensor<1x1x4xf32>) {
+  %0 = frame.max_pool %x {stride = array<i64: 2>, padding = array<i64: 0>} : (tensor<1x1x4xf32>) -> tensor<1x1x2xf32>
+  func.return
+}
+// CHECK:      property 'kernel' expected in operation 'frame.max_pool'
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "pool_without_kernel"
+
+// -----
+
+// Pool attributes are i64 arrays (a parse-time constraint, without a location).
+func.func @pool_kernel_i32(%x: tensor<1x1x4xf32>) {
+  %0 = frame.max_pool %x {kernel = array<i32: 2>, stride = array<i64: 2>, padding = array<i64: 0>} : (tensor<1x1x4xf32>) -> tensor<1x1x2xf32>
+  func.return
+}
+// CHECK: Expected attribute i64 but got i32
+
+// -----
+
+// y and dy must have the forward pool's output shape.
+func.func @max_pool_grad_dy(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x2x2xf32>, %dy: tensor<1x1x2x3xf32>) {
+  %0 = frame.max_pool_grad %x, %y, %dy {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x3xf32>) -> tensor<1x1x4x4xf32>
+  func.return
+}
+// CHECK:      frame.max_pool_grad: y and dy expected [1, 1, 2, 2], found [1, 1, 2, 2] and [1, 1, 2, 3]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "max_pool_grad_dy"
+
+// -----
+
+// The gradients check the pool attributes as the forward op does.
+func.func @max_pool_grad_attrs(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x2x2xf32>, %dy: tensor<1x1x2x2xf32>) {
+  %0 = frame.max_pool_grad %x, %y, %dy {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 2, 0>} : (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32>
+  func.return
+}
+// CHECK:      frame.max_pool_grad: kernel 2, stride 2, padding 2 do not fit a spatial size of 4 (need 2 * padding <= kernel)
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "max_pool_grad_attrs"
+
+// -----
+
+// dy must be the pool's output shape for the declared input shape.
+func.func @avg_pool_grad_dy(%dy: tensor<1x1x3x3xf32>) {
+  %0 = frame.avg_pool_grad %dy {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32>
+  func.return
+}
+// CHECK:      frame.avg_pool_grad: dy expected [1, 1, 2, 2], found [1, 1, 3, 3]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "avg_pool_grad_dy"
+
+// -----
+
+// The result type is the input shape: it cannot be inferred.
+func.func @avg_pool_grad_unranked(%dy: tensor<1x1x2x2xf32>) {
+  %0 = frame.avg_pool_grad %dy {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x2x2xf32>) -> tensor<*xf32>
+  func.return
+}
+// CHECK:      frame.avg_pool_grad: the result type must be static
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "avg_pool_grad_unranked"
+
+// -----
+
+// dy must be the conv's output shape for the declared input and the weight.
+func.func @conv_grad_input_dy(%dy: tensor<1x4x2xf32>, %w: tensor<4x2x3xf32>) {
+  %0 = frame.conv_grad_input %dy, %w {stride = array<i64: 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x4x2xf32>, tensor<4x2x3xf32>) -> tensor<1x4x5xf32>
+  func.return
+}
+// CHECK:      frame.conv_grad_input: dy expected [1, 4, 3], found [1, 4, 2]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "conv_grad_input_dy"
+
+// -----
+
+// dy must be the conv's output shape for the input and the declared weight.
+func.func @conv_grad_weight_dy(%x: tensor<1x4x5xf32>, %dy: tensor<1x2x3xf32>) {
+  %0 = frame.conv_grad_weight %x, %dy {stride = array<i64: 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x4x5xf32>, tensor<1x2x3xf32>) -> tensor<4x2x3xf32>
+  func.return
+}
+// CHECK:      frame.conv_grad_weight: dy expected [1, 4, 3], found [1, 2, 3]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "conv_grad_weight_dy"
+
+// -----
+
+// The declared result type is a conv operand's shape: it must be static.
+func.func @conv_grad_input_unranked(%dy: tensor<1x4x3xf32>, %w: tensor<4x2x3xf32>) {
+  %0 = frame.conv_grad_input %dy, %w {stride = array<i64: 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x4x3xf32>, tensor<4x2x3xf32>) -> tensor<*xf32>
+  func.return
+}
+// CHECK:      frame.conv_grad_input: the result type must be static
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "conv_grad_input_unranked"
+
+// -----
+
+func.func @conv_grad_weight_unranked(%x: tensor<1x4x5xf32>, %dy: tensor<1x4x3xf32>) {
+  %0 = frame.conv_grad_weight %x, %dy {stride = array<i64: 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x4x5xf32>, tensor<1x4x3xf32>) -> tensor<*xf32>
+  func.return
+}
+// CHECK:      frame.conv_grad_weight: the result type must be static
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "conv_grad_weight_unranked"
+
+// -----
+
+// The conv rules, named after the gradient op: input and weight of one rank.
+func.func @conv_grad_input_rank(%dy: tensor<1x4x3xf32>, %w: tensor<4x2x3x3xf32>) {
+  %0 = frame.conv_grad_input %dy, %w {stride = array<i64: 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x4x3xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x5xf32>
+  func.return
+}
+// CHECK:      frame.conv_grad_input: expected input [N, C, *spatial] and weight [Cout, Cin/groups, *kernel] of the same rank >= 3, found [1, 4, 5] and [4, 2, 3, 3]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "conv_grad_input_rank"
+
+// -----
+
+// One stride and padding entry per spatial dim.
+func.func @conv_grad_input_entries(%dy: tensor<1x4x3xf32>, %w: tensor<4x2x3xf32>) {
+  %0 = frame.conv_grad_input %dy, %w {stride = array<i64: 2, 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x4x3xf32>, tensor<4x2x3xf32>) -> tensor<1x4x5xf32>
+  func.return
+}
+// CHECK:      frame.conv_grad_input: expected 1 stride and padding entries, found 2 and 1
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "conv_grad_input_entries"
+
+// -----
+
+func.func @conv_grad_weight_groups(%x: tensor<1x4x5xf32>, %dy: tensor<1x4x3xf32>) {
+  %0 = frame.conv_grad_weight %x, %dy {stride = array<i64: 2>, padding = array<i64: 1>, groups = 3 : i64} : (tensor<1x4x5xf32>, tensor<1x4x3xf32>) -> tensor<4x2x3xf32>
+  func.return
+}
+// CHECK:      frame.conv_grad_weight: groups 3 must divide the input channels 4 and the output channels 4
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "conv_grad_weight_groups"
+
+// -----
+
+// The declared weight must have Cin / groups input channels.
+func.func @conv_grad_weight_channels(%x: tensor<1x4x5xf32>, %dy: tensor<1x4x3xf32>) {
+  %0 = frame.conv_grad_weight %x, %dy {stride = array<i64: 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x4x5xf32>, tensor<1x4x3xf32>) -> tensor<4x4x3xf32>
+  func.return
+}
+// CHECK:      frame.conv_grad_weight: weight expected 2 input channels per group, found 4
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "conv_grad_weight_channels"
+
+// -----
+
+func.func @conv_grad_input_stride(%dy: tensor<1x4x3xf32>, %w: tensor<4x2x3xf32>) {
+  %0 = frame.conv_grad_input %dy, %w {stride = array<i64: 0>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x4x3xf32>, tensor<4x2x3xf32>) -> tensor<1x4x5xf32>
+  func.return
+}
+// CHECK:      frame.conv_grad_input: kernel 3 with stride 0, padding 1 does not fit a spatial size of 5
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "conv_grad_input_stride"
+
+// -----
+
+// The declared weight's kernel must fit in the padded input.
+func.func @conv_grad_weight_kernel(%x: tensor<1x4x2xf32>, %dy: tensor<1x4x1xf32>) {
+  %0 = frame.conv_grad_weight %x, %dy {stride = array<i64: 1>, padding = array<i64: 0>, groups = 2 : i64} : (tensor<1x4x2xf32>, tensor<1x4x1xf32>) -> tensor<4x2x3xf32>
+  func.return
+}
+// CHECK:      frame.conv_grad_weight: kernel 3 with stride 1, padding 0 does not fit a spatial size of 2
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "conv_grad_weight_kernel"
+
+// -----
+
+// updates [K, F] and indices [K] must agree on K.
+func.func @scatter_add_k(%u: tensor<3x2xf32>, %i: tensor<4xi64>) {
+  %0 = frame.scatter_add %u, %i : (tensor<3x2xf32>, tensor<4xi64>) -> tensor<4x2xf32>
+  func.return
+}
+// CHECK:      frame.scatter_add: expected updates [K, F], indices [K] and a [V, F] result, found [3, 2], [4], [4, 2]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scatter_add_k"
+
+// -----
+
+// The result [V, F] keeps the updates' F.
+func.func @scatter_add_f(%u: tensor<3x2xf32>, %i: tensor<3xi64>) {
+  %0 = frame.scatter_add %u, %i : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<4x3xf32>
+  func.return
+}
+// CHECK:      frame.scatter_add: expected updates [K, F], indices [K] and a [V, F] result, found [3, 2], [3], [4, 3]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scatter_add_f"
+
+// -----
+
+// Indices are a vector.
+func.func @scatter_add_index_rank(%u: tensor<3x2xf32>, %i: tensor<3x1xi64>) {
+  %0 = frame.scatter_add %u, %i : (tensor<3x2xf32>, tensor<3x1xi64>) -> tensor<4x2xf32>
+  func.return
+}
+// CHECK:      frame.scatter_add: expected updates [K, F], indices [K] and a [V, F] result, found [3, 2], [3, 1], [4, 2]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scatter_add_index_rank"
+
+// -----
+
+// Indices are i32 or i64, not float ...
+func.func @scatter_add_index_f32(%u: tensor<3x2xf32>, %i: tensor<3xf32>) {
+  %0 = frame.scatter_add %u, %i : (tensor<3x2xf32>, tensor<3xf32>) -> tensor<4x2xf32>
+  func.return
+}
+// CHECK:      frame.scatter_add: indices must be i32 or i64, found tensor<3xf32>
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scatter_add_index_f32"
+
+// -----
+
+// ... nor another integer width.
+func.func @scatter_add_index_i16(%u: tensor<3x2xf32>, %i: tensor<3xi16>) {
+  %0 = frame.scatter_add %u, %i : (tensor<3x2xf32>, tensor<3xi16>) -> tensor<4x2xf32>
+  func.return
+}
+// CHECK:      frame.scatter_add: indices must be i32 or i64, found tensor<3xi16>
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scatter_add_index_i16"
+
+// -----
+
+func.func @scatter_add_elem(%u: tensor<3x2xf16>, %i: tensor<3xi64>) {
+  %0 = frame.scatter_add %u, %i : (tensor<3x2xf16>, tensor<3xi64>) -> tensor<4x2xf32>
+  func.return
+}
+// CHECK:      frame.scatter_add: updates and result must share a float element type, found tensor<3x2xf16> and tensor<4x2xf32>
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scatter_add_elem"
+
+// -----
+
+// The result's V is not implied by the operands: the type must be static.
+func.func @scatter_add_unranked(%u: tensor<3x2xf32>, %i: tensor<3xi64>) {
+  %0 = frame.scatter_add %u, %i : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<*xf32>
+  func.return
+}
+// CHECK:      frame.scatter_add: the result type must be static
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scatter_add_unranked"
+
+// -----
+
+func.func @gather_index_type(%x: tensor<4x2xf32>, %i: tensor<3xf32>) {
+  %0 = frame.gather_rows %x, %i : (tensor<4x2xf32>, tensor<3xf32>) -> tensor<3x2xf32>
+  func.return
+}
+// CHECK:      frame.gather_rows: indices must be i32 or i64, found tensor<3xf32>
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "gather_index_type"
+
+// -----
+
+func.func @gather_rank(%x: tensor<4xf32>, %i: tensor<3xi64>) {
+  %0 = frame.gather_rows %x, %i : (tensor<4xf32>, tensor<3xi64>) -> tensor<3x2xf32>
+  func.return
+}
+// CHECK:      frame.gather_rows: expected [V, F] and [K], found [4] and [3]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "gather_rank"
+
+// -----
+
+// The five scan operands share one shape.
+func.func @scan_shape(%x: tensor<2x5xf32>, %a: tensor<2x4xf32>) {
+  %0 = frame.selective_scan %x, %a, %x, %x, %x : (tensor<2x5xf32>, tensor<2x4xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  func.return
+}
+// CHECK:      frame.selective_scan: operand shapes must match (no broadcasting in v0): expected [2, 5], found [2, 4]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scan_shape"
+
+// -----
+
+// The scan walks the last axis: rank >= 1 ...
+func.func @scan_rank0(%x: tensor<f32>) {
+  %0 = frame.selective_scan %x, %x, %x, %x, %x : (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<f32>
+  func.return
+}
+// CHECK:      frame.selective_scan: expected rank >= 1 with a last dim >= 1, found []
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scan_rank0"
+
+// -----
+
+// ... with at least one time step.
+func.func @scan_empty_time(%x: tensor<2x0xf32>) {
+  %0 = frame.selective_scan %x, %x, %x, %x, %x : (tensor<2x0xf32>, tensor<2x0xf32>, tensor<2x0xf32>, tensor<2x0xf32>, tensor<2x0xf32>) -> tensor<2x0xf32>
+  func.return
+}
+// CHECK:      frame.selective_scan: expected rank >= 1 with a last dim >= 1, found [2, 0]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scan_empty_time"
+
+// -----
+
+func.func @scan_result(%x: tensor<2x5xf32>) {
+  %0 = frame.selective_scan %x, %x, %x, %x, %x : (tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<5x2xf32>
+  func.return
+}
+// CHECK:      frame.selective_scan: result type expected tensor<2x5xf32>, found tensor<5x2xf32>
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scan_result"
+
+// -----
+
+// dy has the operands' shape too.
+func.func @scan_grad_dy(%x: tensor<2x5xf32>, %dy: tensor<5xf32>) {
+  %0 = frame.selective_scan_grad %x, %x, %x, %x, %x, %dy {wrt = 0 : i64} : (tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<5xf32>) -> tensor<2x5xf32>
+  func.return
+}
+// CHECK:      frame.selective_scan_grad: operand shapes must match (no broadcasting in v0): expected [2, 5], found [5]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scan_grad_dy"
+
+// -----
+
+func.func @scan_grad_rank0(%x: tensor<f32>) {
+  %0 = frame.selective_scan_grad %x, %x, %x, %x, %x, %x {wrt = 0 : i64} : (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<f32>
+  func.return
+}
+// CHECK:      frame.selective_scan_grad: expected rank >= 1 with a last dim >= 1, found []
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scan_grad_rank0"
+
+// -----
+
+// wrt names one of the five operands x, a, b, c, d.
+func.func @scan_grad_wrt(%x: tensor<2x5xf32>) {
+  %0 = frame.selective_scan_grad %x, %x, %x, %x, %x, %x {wrt = 5 : i64} : (tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  func.return
+}
+// CHECK:      frame.selective_scan_grad: wrt expected 0..4, found 5
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scan_grad_wrt"
+
+// -----
+
+func.func @scan_grad_wrt_negative(%x: tensor<2x5xf32>) {
+  %0 = frame.selective_scan_grad %x, %x, %x, %x, %x, %x {wrt = -1 : i64} : (tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  func.return
+}
+// CHECK:      frame.selective_scan_grad: wrt expected 0..4, found -1
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "scan_grad_wrt_negative"

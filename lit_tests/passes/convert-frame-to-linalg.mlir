@@ -271,3 +271,519 @@ func.func @max_pool_grad(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x3x3xf32>, %dy: 
 // CHECK:         %[[DX:.*]] = linalg.generic
 // CHECK-SAME:      ins(%[[DXP]] : tensor<1x1x6x6xf32>) outs(%{{.*}} : tensor<1x1x4x4xf32>)
 // CHECK:         func.return %[[DX]] : tensor<1x1x4x4xf32>
+
+// -----
+
+// reshape copies over the input's iteration space; the output index is the
+// row-major delinearisation of the input's linear index d0 * 12 + d1 * 4 + d2:
+// (lin floordiv 6) mod 4 for the row, (lin floordiv 1) mod 6 for the column.
+func.func @reshape(%x: tensor<2x3x4xf32>) -> tensor<4x6xf32> {
+  %0 = frame.reshape %x : (tensor<2x3x4xf32>) -> tensor<4x6xf32>
+  func.return %0 : tensor<4x6xf32>
+}
+
+// CHECK-LABEL: func.func @reshape
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<2x3x4xf32>)
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<4x6xf32>
+// CHECK-NEXT:    %[[R:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> ((((((d0 * 12) + (d1 * 4)) + d2) floordiv 6) mod 4), (((((d0 * 12) + (d1 * 4)) + d2) floordiv 1) mod 6))>], iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK-SAME:      doc = "frame.reshape"}
+// CHECK-SAME:      ins(%[[X]] : tensor<2x3x4xf32>) outs(%[[E]] : tensor<4x6xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      linalg.yield %[[V]] : f32
+// CHECK-NEXT:    } -> tensor<4x6xf32>
+// CHECK-NEXT:    func.return %[[R]] : tensor<4x6xf32>
+
+// -----
+
+// sum over axes 0 and 2: those loops are reductions, the output map keeps d1;
+// the accumulator is a zero-filled tensor of the kept dims.
+func.func @sum_axes(%x: tensor<2x3x4xf32>) -> tensor<3xf32> {
+  %0 = frame.sum %x {axes = array<i64: 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3xf32>
+  func.return %0 : tensor<3xf32>
+}
+
+// CHECK-LABEL: func.func @sum_axes
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<2x3x4xf32>)
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<3xf32>
+// CHECK-NEXT:    %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E]] : tensor<3xf32>) -> tensor<3xf32>
+// CHECK-NEXT:    %[[S:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1)>], iterator_types = ["reduction", "parallel", "reduction"]
+// CHECK-SAME:      doc = "frame.sum"}
+// CHECK-SAME:      ins(%[[X]] : tensor<2x3x4xf32>) outs(%[[INIT]] : tensor<3xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[NEW:.*]] = arith.addf %[[ACC]], %[[V]] : f32
+// CHECK-NEXT:      linalg.yield %[[NEW]] : f32
+// CHECK-NEXT:    } -> tensor<3xf32>
+// CHECK-NEXT:    func.return %[[S]] : tensor<3xf32>
+
+// -----
+
+// broadcast along axes 0 and 2: all-parallel, the operand is read through the
+// map of the kept dim d1.
+func.func @broadcast_axes(%x: tensor<3xf32>) -> tensor<2x3x4xf32> {
+  %0 = frame.broadcast %x {axes = array<i64: 0, 2>} : (tensor<3xf32>) -> tensor<2x3x4xf32>
+  func.return %0 : tensor<2x3x4xf32>
+}
+
+// CHECK-LABEL: func.func @broadcast_axes
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<3xf32>)
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<2x3x4xf32>
+// CHECK-NEXT:    %[[B:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK-SAME:      doc = "frame.broadcast"}
+// CHECK-SAME:      ins(%[[X]] : tensor<3xf32>) outs(%[[E]] : tensor<2x3x4xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      linalg.yield %[[V]] : f32
+// CHECK-NEXT:    } -> tensor<2x3x4xf32>
+// CHECK-NEXT:    func.return %[[B]] : tensor<2x3x4xf32>
+
+// -----
+
+// transpose iterates over the result and reads the input at (d1, d0).
+func.func @transpose(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  %0 = frame.transpose %x : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  func.return %0 : tensor<3x2xf32>
+}
+
+// CHECK-LABEL: func.func @transpose
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<2x3xf32>)
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<3x2xf32>
+// CHECK-NEXT:    %[[T:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]
+// CHECK-SAME:      doc = "frame.transpose"}
+// CHECK-SAME:      ins(%[[X]] : tensor<2x3xf32>) outs(%[[E]] : tensor<3x2xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      linalg.yield %[[V]] : f32
+// CHECK-NEXT:    } -> tensor<3x2xf32>
+// CHECK-NEXT:    func.return %[[T]] : tensor<3x2xf32>
+
+// -----
+
+// avg_pool with padding: a zero-padded copy, a window sum over
+// (n, c, oh, ow, kh, kw) reading the input at o * stride + k (the empty 2x2
+// window only bounds the k loops), then a division by the full kernel size
+// KH * KW = 4: padding cells count, as in PyTorch's count_include_pad.
+func.func @avg_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32> {
+  %0 = frame.avg_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32>
+  func.return %0 : tensor<1x1x3x3xf32>
+}
+
+// CHECK-LABEL: func.func @avg_pool(
+// CHECK-SAME:    %[[X:[a-z0-9_]+]]: tensor<1x1x4x4xf32>)
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<1x1x6x6xf32>
+// CHECK-NEXT:    %[[PADINIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E0]] : tensor<1x1x6x6xf32>) -> tensor<1x1x6x6xf32>
+// CHECK-NEXT:    %[[XP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 + 1))>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]
+// CHECK-SAME:      ins(%[[X]] : tensor<1x1x4x4xf32>) outs(%[[PADINIT]] : tensor<1x1x6x6xf32>)
+// CHECK:         %[[ACCINIT:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x1x3x3xf32>) -> tensor<1x1x3x3xf32>
+// CHECK-NEXT:    %[[WIN:.*]] = tensor.empty() : tensor<2x2xf32>
+// CHECK-NEXT:    %[[TOTAL:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 * 2) + d4), ((d3 * 2) + d5))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]
+// CHECK-SAME:      doc = "frame.avg_pool"}
+// CHECK-SAME:      ins(%[[XP]], %[[WIN]] : tensor<1x1x6x6xf32>, tensor<2x2xf32>) outs(%[[ACCINIT]] : tensor<1x1x3x3xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %{{.*}}: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[NEW:.*]] = arith.addf %[[ACC]], %[[V]] : f32
+// CHECK-NEXT:      linalg.yield %[[NEW]] : f32
+// CHECK-NEXT:    } -> tensor<1x1x3x3xf32>
+// CHECK-NEXT:    %[[E1:.*]] = tensor.empty() : tensor<1x1x3x3xf32>
+// CHECK-NEXT:    %[[MEAN:.*]] = linalg.generic
+// CHECK-SAME:      ins(%[[TOTAL]] : tensor<1x1x3x3xf32>) outs(%[[E1]] : tensor<1x1x3x3xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[S:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[K:.*]] = arith.constant 4.000000e+00 : f32
+// CHECK-NEXT:      %[[Q:.*]] = arith.divf %[[S]], %[[K]] : f32
+// CHECK-NEXT:      linalg.yield %[[Q]] : f32
+// CHECK-NEXT:    } -> tensor<1x1x3x3xf32>
+// CHECK-NEXT:    func.return %[[MEAN]] : tensor<1x1x3x3xf32>
+
+// -----
+
+// avg_pool_grad: each dy / (KH * KW) is added at every cell of its window of the
+// zero-filled padded gradient (the pool's input map is now the output map), and
+// the padding is cropped off.
+func.func @avg_pool_grad(%dy: tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32> {
+  %0 = frame.avg_pool_grad %dy {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32>
+  func.return %0 : tensor<1x1x4x4xf32>
+}
+
+// CHECK-LABEL: func.func @avg_pool_grad
+// CHECK-SAME:    (%[[DY:[a-z0-9_]+]]: tensor<1x1x3x3xf32>)
+// CHECK-NEXT:    %[[WIN:.*]] = tensor.empty() : tensor<2x2xf32>
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<1x1x6x6xf32>
+// CHECK-NEXT:    %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E0]] : tensor<1x1x6x6xf32>) -> tensor<1x1x6x6xf32>
+// CHECK-NEXT:    %[[DXP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 * 2) + d4), ((d3 * 2) + d5))>]
+// CHECK-SAME:      doc = "frame.avg_pool_grad"}
+// CHECK-SAME:      ins(%[[DY]], %[[WIN]] : tensor<1x1x3x3xf32>, tensor<2x2xf32>) outs(%[[INIT]] : tensor<1x1x6x6xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[G:.*]]: f32, %{{.*}}: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[K:.*]] = arith.constant 4.000000e+00 : f32
+// CHECK-NEXT:      %[[SHARE:.*]] = arith.divf %[[G]], %[[K]] : f32
+// CHECK-NEXT:      %[[NEW:.*]] = arith.addf %[[ACC]], %[[SHARE]] : f32
+// CHECK-NEXT:      linalg.yield %[[NEW]] : f32
+// CHECK-NEXT:    } -> tensor<1x1x6x6xf32>
+// CHECK-NEXT:    %[[E1:.*]] = tensor.empty() : tensor<1x1x4x4xf32>
+// CHECK-NEXT:    %[[DX:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 + 1))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]
+// CHECK-SAME:      ins(%[[DXP]] : tensor<1x1x6x6xf32>) outs(%[[E1]] : tensor<1x1x4x4xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      linalg.yield %[[V]] : f32
+// CHECK-NEXT:    } -> tensor<1x1x4x4xf32>
+// CHECK-NEXT:    func.return %[[DX]] : tensor<1x1x4x4xf32>
+
+// -----
+
+// conv_grad_input (the conv of @conv1d, reversed): over the conv's (n, o, c, k, out)
+// space, w[o, c, k] * dy[n, o, out] is accumulated into the padded input gradient
+// at channel (o floordiv 2) * 2 + c, position out * 2 + k; then the padding is cropped.
+func.func @conv_grad_input(%dy: tensor<1x4x3xf32>, %w: tensor<4x2x3xf32>) -> tensor<1x4x5xf32> {
+  %0 = frame.conv_grad_input %dy, %w {stride = array<i64: 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x4x3xf32>, tensor<4x2x3xf32>) -> tensor<1x4x5xf32>
+  func.return %0 : tensor<1x4x5xf32>
+}
+
+// CHECK-LABEL: func.func @conv_grad_input
+// CHECK-SAME:    (%[[DY:[a-z0-9_]+]]: tensor<1x4x3xf32>, %[[W:[a-z0-9_]+]]: tensor<4x2x3xf32>)
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<1x4x7xf32>
+// CHECK-NEXT:    %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E0]] : tensor<1x4x7xf32>) -> tensor<1x4x7xf32>
+// CHECK-NEXT:    %[[DXP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, (((d1 floordiv 2) * 2) + d2), ((d4 * 2) + d3))>]
+// CHECK-SAME:      doc = "frame.conv_grad_input"}
+// CHECK-SAME:      ins(%[[W]], %[[DY]] : tensor<4x2x3xf32>, tensor<1x4x3xf32>) outs(%[[INIT]] : tensor<1x4x7xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[WV:.*]]: f32, %[[G:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[S:.*]] = math.fma %[[WV]], %[[G]], %[[ACC]] : f32
+// CHECK-NEXT:      linalg.yield %[[S]] : f32
+// CHECK-NEXT:    } -> tensor<1x4x7xf32>
+// CHECK-NEXT:    %[[E1:.*]] = tensor.empty() : tensor<1x4x5xf32>
+// CHECK-NEXT:    %[[DX:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, (d2 + 1))>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>]
+// CHECK-SAME:      ins(%[[DXP]] : tensor<1x4x7xf32>) outs(%[[E1]] : tensor<1x4x5xf32>)
+// CHECK:         func.return %[[DX]] : tensor<1x4x5xf32>
+
+// -----
+
+// conv_grad_weight: the zero-padded input, then over the conv's (n, o, c, k, out)
+// space xp[n, (o floordiv 2) * 2 + c, out * 2 + k] * dy[n, o, out] is accumulated
+// into dw[o, c, k] (a zero-filled accumulator).
+func.func @conv_grad_weight(%x: tensor<1x4x5xf32>, %dy: tensor<1x4x3xf32>) -> tensor<4x2x3xf32> {
+  %0 = frame.conv_grad_weight %x, %dy {stride = array<i64: 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x4x5xf32>, tensor<1x4x3xf32>) -> tensor<4x2x3xf32>
+  func.return %0 : tensor<4x2x3xf32>
+}
+
+// CHECK-LABEL: func.func @conv_grad_weight
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<1x4x5xf32>, %[[DY:[a-z0-9_]+]]: tensor<1x4x3xf32>)
+// CHECK:         %[[XP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, (d2 + 1))>]
+// CHECK-SAME:      ins(%[[X]] : tensor<1x4x5xf32>) outs(%{{.*}} : tensor<1x4x7xf32>)
+// CHECK:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<4x2x3xf32>
+// CHECK-NEXT:    %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E]] : tensor<4x2x3xf32>) -> tensor<4x2x3xf32>
+// CHECK-NEXT:    %[[DW:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, (((d1 floordiv 2) * 2) + d2), ((d4 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d1, d2, d3)>]
+// CHECK-SAME:      doc = "frame.conv_grad_weight"}
+// CHECK-SAME:      ins(%[[XP]], %[[DY]] : tensor<1x4x7xf32>, tensor<1x4x3xf32>) outs(%[[INIT]] : tensor<4x2x3xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[XV:.*]]: f32, %[[G:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[S:.*]] = math.fma %[[XV]], %[[G]], %[[ACC]] : f32
+// CHECK-NEXT:      linalg.yield %[[S]] : f32
+// CHECK-NEXT:    } -> tensor<4x2x3xf32>
+// CHECK-NEXT:    func.return %[[DW]] : tensor<4x2x3xf32>
+
+// -----
+
+// scatter_add as a dense one-hot reduction over (v, f, k): out[v, f] gets
+// updates[k, f] where indices[k] == v (linalg.index 0), else keeps its value.
+func.func @scatter_add(%u: tensor<3x2xf32>, %i: tensor<3xi64>) -> tensor<4x2xf32> {
+  %0 = frame.scatter_add %u, %i : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<4x2xf32>
+  func.return %0 : tensor<4x2xf32>
+}
+
+// CHECK-LABEL: func.func @scatter_add
+// CHECK-SAME:    (%[[U:[a-z0-9_]+]]: tensor<3x2xf32>, %[[I:[a-z0-9_]+]]: tensor<3xi64>)
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<4x2xf32>
+// CHECK-NEXT:    %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E]] : tensor<4x2xf32>) -> tensor<4x2xf32>
+// CHECK-NEXT:    %[[O:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME:      doc = "frame.scatter_add"}
+// CHECK-SAME:      ins(%[[U]], %[[I]] : tensor<3x2xf32>, tensor<3xi64>) outs(%[[INIT]] : tensor<4x2xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[UV:.*]]: f32, %[[IV:.*]]: i64, %[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[ROW:.*]] = linalg.index 0 : index
+// CHECK-NEXT:      %[[IDX:.*]] = arith.index_cast %[[IV]] : i64 to index
+// CHECK-NEXT:      %[[HIT:.*]] = arith.cmpi eq, %[[IDX]], %[[ROW]] : index
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addf %[[ACC]], %[[UV]] : f32
+// CHECK-NEXT:      %[[NEW:.*]] = arith.select %[[HIT]], %[[SUM]], %[[ACC]] : f32
+// CHECK-NEXT:      linalg.yield %[[NEW]] : f32
+// CHECK-NEXT:    } -> tensor<4x2xf32>
+// CHECK-NEXT:    func.return %[[O]] : tensor<4x2xf32>
+
+// -----
+
+// gather_rows, the same one-hot reduction over (k, f, v): out[k, f] sums x[v, f]
+// where indices[k] == v (linalg.index 2); i32 indices are cast like i64 ones.
+func.func @gather_rows(%x: tensor<4x2xf32>, %i: tensor<3xi32>) -> tensor<3x2xf32> {
+  %0 = frame.gather_rows %x, %i : (tensor<4x2xf32>, tensor<3xi32>) -> tensor<3x2xf32>
+  func.return %0 : tensor<3x2xf32>
+}
+
+// CHECK-LABEL: func.func @gather_rows
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<4x2xf32>, %[[I:[a-z0-9_]+]]: tensor<3xi32>)
+// CHECK:         %[[INIT:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<3x2xf32>) -> tensor<3x2xf32>
+// CHECK-NEXT:    %[[G:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME:      doc = "frame.gather_rows"}
+// CHECK-SAME:      ins(%[[X]], %[[I]] : tensor<4x2xf32>, tensor<3xi32>) outs(%[[INIT]] : tensor<3x2xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[XV:.*]]: f32, %[[IV:.*]]: i32, %[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[ROW:.*]] = linalg.index 2 : index
+// CHECK-NEXT:      %[[IDX:.*]] = arith.index_cast %[[IV]] : i32 to index
+// CHECK-NEXT:      %[[HIT:.*]] = arith.cmpi eq, %[[IDX]], %[[ROW]] : index
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addf %[[ACC]], %[[XV]] : f32
+// CHECK-NEXT:      %[[NEW:.*]] = arith.select %[[HIT]], %[[SUM]], %[[ACC]] : f32
+// CHECK-NEXT:      linalg.yield %[[NEW]] : f32
+// CHECK-NEXT:    } -> tensor<3x2xf32>
+// CHECK-NEXT:    func.return %[[G]] : tensor<3x2xf32>
+
+// -----
+
+// selective_scan: one generic over (row, t), t the sequential last loop walking
+// time forward (all maps read t = d1 as is). The state h is a zero-filled output
+// indexed by the row only, so it carries from t to t + 1:
+// h = a * h + b * x, y = c * h + d * x.
+func.func @selective_scan(%x: tensor<2x5xf32>, %a: tensor<2x5xf32>, %b: tensor<2x5xf32>, %c: tensor<2x5xf32>, %d: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %0 = frame.selective_scan %x, %a, %b, %c, %d : (tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  func.return %0 : tensor<2x5xf32>
+}
+
+// CHECK-LABEL: func.func @selective_scan(
+// CHECK-SAME:    %[[X:[a-z0-9_]+]]: tensor<2x5xf32>, %[[A:[a-z0-9_]+]]: tensor<2x5xf32>, %[[B:[a-z0-9_]+]]: tensor<2x5xf32>, %[[C:[a-z0-9_]+]]: tensor<2x5xf32>, %[[D:[a-z0-9_]+]]: tensor<2x5xf32>)
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<2xf32>
+// CHECK-NEXT:    %[[H0:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E0]] : tensor<2xf32>) -> tensor<2xf32>
+// CHECK-NEXT:    %[[E1:.*]] = tensor.empty() : tensor<2x5xf32>
+// CHECK-NEXT:    %{{.*}}, %[[Y:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "reduction"]
+// CHECK-SAME:      doc = "frame.selective_scan"}
+// CHECK-SAME:      ins(%[[X]], %[[A]], %[[B]], %[[C]], %[[D]] : tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) outs(%[[H0]], %[[E1]] : tensor<2xf32>, tensor<2x5xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[XV:.*]]: f32, %[[AV:.*]]: f32, %[[BV:.*]]: f32, %[[CV:.*]]: f32, %[[DV:.*]]: f32, %[[H:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[AH:.*]] = arith.mulf %[[AV]], %[[H]] : f32
+// CHECK-NEXT:      %[[BX:.*]] = arith.mulf %[[BV]], %[[XV]] : f32
+// CHECK-NEXT:      %[[HN:.*]] = arith.addf %[[AH]], %[[BX]] : f32
+// CHECK-NEXT:      %[[CH:.*]] = arith.mulf %[[CV]], %[[HN]] : f32
+// CHECK-NEXT:      %[[DX:.*]] = arith.mulf %[[DV]], %[[XV]] : f32
+// CHECK-NEXT:      %[[YV:.*]] = arith.addf %[[CH]], %[[DX]] : f32
+// CHECK-NEXT:      linalg.yield %[[HN]], %[[YV]] : f32, f32
+// CHECK-NEXT:    } -> (tensor<2xf32>, tensor<2x5xf32>)
+// CHECK-NEXT:    func.return %[[Y]] : tensor<2x5xf32>
+
+// -----
+
+// selective_scan_grad wrt a: a forward scan recomputes h_t and h_{t-1}; a reverse
+// scan (maps read t = 4 - d1, an empty identity-mapped operand bounds the loops)
+// carries a_t * gh_t back, gh_t = c_t * dy_t + a_{t+1} * gh_{t+1}, and
+// d a_t = gh_t * h_{t-1}.
+func.func @selective_scan_grad(%x: tensor<2x5xf32>, %a: tensor<2x5xf32>, %b: tensor<2x5xf32>, %c: tensor<2x5xf32>, %d: tensor<2x5xf32>, %dy: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %0 = frame.selective_scan_grad %x, %a, %b, %c, %d, %dy {wrt = 1 : i64} : (tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  func.return %0 : tensor<2x5xf32>
+}
+
+// CHECK-LABEL: func.func @selective_scan_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<2x5xf32>, %[[A:[a-z0-9_]+]]: tensor<2x5xf32>, %[[B:[a-z0-9_]+]]: tensor<2x5xf32>, %[[C:[a-z0-9_]+]]: tensor<2x5xf32>, %[[D:[a-z0-9_]+]]: tensor<2x5xf32>, %[[DY:[a-z0-9_]+]]: tensor<2x5xf32>)
+// CHECK:         %[[H0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<2xf32>) -> tensor<2xf32>
+// CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<2x5xf32>
+// CHECK-NEXT:    %[[E1:.*]] = tensor.empty() : tensor<2x5xf32>
+// CHECK-NEXT:    %{{.*}}, %[[HS:.*]], %[[HPS:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "reduction"]
+// CHECK-SAME:      ins(%[[X]], %[[A]], %[[B]] : tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) outs(%[[H0]], %[[E0]], %[[E1]] : tensor<2xf32>, tensor<2x5xf32>, tensor<2x5xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[XV:.*]]: f32, %[[AV:.*]]: f32, %[[BV:.*]]: f32, %[[HP:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[AH:.*]] = arith.mulf %[[AV]], %[[HP]] : f32
+// CHECK-NEXT:      %[[BX:.*]] = arith.mulf %[[BV]], %[[XV]] : f32
+// CHECK-NEXT:      %[[H:.*]] = arith.addf %[[AH]], %[[BX]] : f32
+// CHECK-NEXT:      linalg.yield %[[H]], %[[H]], %[[HP]] : f32, f32, f32
+// CHECK-NEXT:    } -> (tensor<2xf32>, tensor<2x5xf32>, tensor<2x5xf32>)
+// CHECK-NEXT:    %[[SHAPE:.*]] = tensor.empty() : tensor<2x5xf32>
+// CHECK:         %[[CARRY0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<2xf32>) -> tensor<2xf32>
+// CHECK-NEXT:    %[[E2:.*]] = tensor.empty() : tensor<2x5xf32>
+// CHECK-NEXT:    %{{.*}}, %[[GA:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, ((d1 * -1) + 4))>, affine_map<(d0, d1) -> (d0, ((d1 * -1) + 4))>, affine_map<(d0, d1) -> (d0, ((d1 * -1) + 4))>, affine_map<(d0, d1) -> (d0, ((d1 * -1) + 4))>, affine_map<(d0, d1) -> (d0, ((d1 * -1) + 4))>, affine_map<(d0, d1) -> (d0, ((d1 * -1) + 4))>, affine_map<(d0, d1) -> (d0, ((d1 * -1) + 4))>, affine_map<(d0, d1) -> (d0, ((d1 * -1) + 4))>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, ((d1 * -1) + 4))>], iterator_types = ["parallel", "reduction"]
+// CHECK-SAME:      doc = "frame.selective_scan_grad"}
+// CHECK-SAME:      ins(%[[X]], %[[A]], %[[B]], %[[C]], %[[D]], %[[DY]], %[[HS]], %[[HPS]], %[[SHAPE]] : tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) outs(%[[CARRY0]], %[[E2]] : tensor<2xf32>, tensor<2x5xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%{{.*}}: f32, %[[RA:.*]]: f32, %{{.*}}: f32, %[[RC:.*]]: f32, %{{.*}}: f32, %[[RDY:.*]]: f32, %{{.*}}: f32, %[[RHP:.*]]: f32, %{{.*}}: f32, %[[CARRY:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[CG:.*]] = arith.mulf %[[RC]], %[[RDY]] : f32
+// CHECK-NEXT:      %[[GH:.*]] = arith.addf %[[CG]], %[[CARRY]] : f32
+// CHECK-NEXT:      %[[NC:.*]] = arith.mulf %[[RA]], %[[GH]] : f32
+// CHECK-NEXT:      %[[DA:.*]] = arith.mulf %[[GH]], %[[RHP]] : f32
+// CHECK-NEXT:      linalg.yield %[[NC]], %[[DA]] : f32, f32
+// CHECK-NEXT:    } -> (tensor<2xf32>, tensor<2x5xf32>)
+// CHECK-NEXT:    func.return %[[GA]] : tensor<2x5xf32>
+
+// -----
+
+// sigmoid as 1 / (1 + exp(-x)).
+func.func @sigmoid(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = frame.sigmoid %x : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @sigmoid
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<4xf32>)
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT:    %[[S:.*]] = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]
+// CHECK-SAME:      doc = "frame.sigmoid"}
+// CHECK-SAME:      ins(%[[X]] : tensor<4xf32>) outs(%[[E]] : tensor<4xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[N:.*]] = arith.negf %[[V]] : f32
+// CHECK-NEXT:      %[[EXP:.*]] = math.exp %[[N]] : f32
+// CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:      %[[DEN:.*]] = arith.addf %[[ONE]], %[[EXP]] : f32
+// CHECK-NEXT:      %[[R:.*]] = arith.divf %[[ONE]], %[[DEN]] : f32
+// CHECK-NEXT:      linalg.yield %[[R]] : f32
+// CHECK-NEXT:    } -> tensor<4xf32>
+// CHECK-NEXT:    func.return %[[S]] : tensor<4xf32>
+
+// -----
+
+// heaviside_surrogate: 1 where x >= 0 (ordered: -0.0 fires, NaN gives 0), else 0.
+// alpha only matters for the gradient.
+func.func @heaviside(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = frame.heaviside_surrogate %x {alpha = 2.0 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @heaviside(
+// CHECK-SAME:    %[[X:[a-z0-9_]+]]: tensor<4xf32>)
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT:    %[[S:.*]] = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]
+// CHECK-SAME:      doc = "frame.heaviside_surrogate"}
+// CHECK-SAME:      ins(%[[X]] : tensor<4xf32>) outs(%[[E]] : tensor<4xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[FIRE:.*]] = arith.cmpf oge, %[[V]], %[[Z]] : f32
+// CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[R:.*]] = arith.select %[[FIRE]], %[[ONE]], %[[ZERO]] : f32
+// CHECK-NEXT:      linalg.yield %[[R]] : f32
+// CHECK-NEXT:    } -> tensor<4xf32>
+// CHECK-NEXT:    func.return %[[S]] : tensor<4xf32>
+
+// -----
+
+// heaviside_surrogate_grad: dy * (alpha * s) * (1 - s), s = sigmoid(alpha * x).
+func.func @heaviside_grad(%x: tensor<4xf32>, %dy: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = frame.heaviside_surrogate_grad %x, %dy {alpha = 2.0 : f32} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @heaviside_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<4xf32>, %[[DY:[a-z0-9_]+]]: tensor<4xf32>)
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT:    %[[G:.*]] = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]
+// CHECK-SAME:      doc = "frame.heaviside_surrogate_grad"}
+// CHECK-SAME:      ins(%[[X]], %[[DY]] : tensor<4xf32>, tensor<4xf32>) outs(%[[E]] : tensor<4xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %[[GV:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[AL:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK-NEXT:      %[[AX:.*]] = arith.mulf %[[AL]], %[[V]] : f32
+// CHECK-NEXT:      %[[N:.*]] = arith.negf %[[AX]] : f32
+// CHECK-NEXT:      %[[EXP:.*]] = math.exp %[[N]] : f32
+// CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:      %[[DEN:.*]] = arith.addf %[[ONE]], %[[EXP]] : f32
+// CHECK-NEXT:      %[[SIG:.*]] = arith.divf %[[ONE]], %[[DEN]] : f32
+// CHECK-NEXT:      %[[ONE2:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:      %[[OMS:.*]] = arith.subf %[[ONE2]], %[[SIG]] : f32
+// CHECK-NEXT:      %[[AS:.*]] = arith.mulf %[[AL]], %[[SIG]] : f32
+// CHECK-NEXT:      %[[SLOPE:.*]] = arith.mulf %[[AS]], %[[OMS]] : f32
+// CHECK-NEXT:      %[[R:.*]] = arith.mulf %[[GV]], %[[SLOPE]] : f32
+// CHECK-NEXT:      linalg.yield %[[R]] : f32
+// CHECK-NEXT:    } -> tensor<4xf32>
+// CHECK-NEXT:    func.return %[[G]] : tensor<4xf32>
+
+// -----
+
+// scale multiplies by its constant factor; neg is arith.negf.
+func.func @scale_neg(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = frame.scale %x {factor = 2.5 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = frame.neg %0 : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %1 : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @scale_neg
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<4xf32>)
+// CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT:    %[[SC:.*]] = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]
+// CHECK-SAME:      doc = "frame.scale"}
+// CHECK-SAME:      ins(%[[X]] : tensor<4xf32>) outs(%[[E0]] : tensor<4xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[F:.*]] = arith.constant 2.500000e+00 : f32
+// CHECK-NEXT:      %[[M:.*]] = arith.mulf %[[V]], %[[F]] : f32
+// CHECK-NEXT:      linalg.yield %[[M]] : f32
+// CHECK-NEXT:    } -> tensor<4xf32>
+// CHECK-NEXT:    %[[E1:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT:    %[[NG:.*]] = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]
+// CHECK-SAME:      doc = "frame.neg"}
+// CHECK-SAME:      ins(%[[SC]] : tensor<4xf32>) outs(%[[E1]] : tensor<4xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[W:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[N:.*]] = arith.negf %[[W]] : f32
+// CHECK-NEXT:      linalg.yield %[[N]] : f32
+// CHECK-NEXT:    } -> tensor<4xf32>
+// CHECK-NEXT:    func.return %[[NG]] : tensor<4xf32>
+
+// -----
+
+// sub and mul: elementwise, operands in order (lhs - rhs).
+func.func @sub_mul(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = frame.sub %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = frame.mul %0, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %1 : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @sub_mul
+// CHECK-SAME:    (%[[A:[a-z0-9_]+]]: tensor<4xf32>, %[[B:[a-z0-9_]+]]: tensor<4xf32>)
+// CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT:    %[[D:.*]] = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]
+// CHECK-SAME:      doc = "frame.sub"}
+// CHECK-SAME:      ins(%[[A]], %[[B]] : tensor<4xf32>, tensor<4xf32>) outs(%[[E0]] : tensor<4xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %[[Y:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[S:.*]] = arith.subf %[[X]], %[[Y]] : f32
+// CHECK-NEXT:      linalg.yield %[[S]] : f32
+// CHECK-NEXT:    } -> tensor<4xf32>
+// CHECK-NEXT:    %[[E1:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT:    %[[P:.*]] = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]
+// CHECK-SAME:      doc = "frame.mul"}
+// CHECK-SAME:      ins(%[[D]], %[[B]] : tensor<4xf32>, tensor<4xf32>) outs(%[[E1]] : tensor<4xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[U:.*]]: f32, %[[V:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[M:.*]] = arith.mulf %[[U]], %[[V]] : f32
+// CHECK-NEXT:      linalg.yield %[[M]] : f32
+// CHECK-NEXT:    } -> tensor<4xf32>
+// CHECK-NEXT:    func.return %[[P]] : tensor<4xf32>
+
+// -----
+
+// relu_grad zeroes dy where x <= 0 only, as PyTorch's threshold_backward: at a
+// NaN x the gradient passes (`ole` is false).
+func.func @relu_grad(%x: tensor<4xf32>, %dy: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = frame.relu_grad %x, %dy : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @relu_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<4xf32>, %[[DY:[a-z0-9_]+]]: tensor<4xf32>)
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT:    %[[G:.*]] = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]
+// CHECK-SAME:      doc = "frame.relu_grad"}
+// CHECK-SAME:      ins(%[[X]], %[[DY]] : tensor<4xf32>, tensor<4xf32>) outs(%[[E]] : tensor<4xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %[[GV:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[BLOCKED:.*]] = arith.cmpf ole, %[[V]], %[[Z]] : f32
+// CHECK-NEXT:      %[[R:.*]] = arith.select %[[BLOCKED]], %[[Z]], %[[GV]] : f32
+// CHECK-NEXT:      linalg.yield %[[R]] : f32
+// CHECK-NEXT:    } -> tensor<4xf32>
+// CHECK-NEXT:    func.return %[[G]] : tensor<4xf32>
+
+// -----
+
+// f16 storage, f32 arithmetic: the body widens every f16 block argument with
+// arith.extf (the unused destination's too), adds in f32 and rounds the result
+// once with arith.truncf before yielding it.
+func.func @add_f16(%a: tensor<4xf16>, %b: tensor<4xf16>) -> tensor<4xf16> {
+  %0 = frame.add %a, %b : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xf16>
+  func.return %0 : tensor<4xf16>
+}
+
+// CHECK-LABEL: func.func @add_f16
+// CHECK-SAME:    (%[[A:[a-z0-9_]+]]: tensor<4xf16>, %[[B:[a-z0-9_]+]]: tensor<4xf16>)
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<4xf16>
+// CHECK-NEXT:    %[[S:.*]] = linalg.generic
+// CHECK-SAME:      doc = "frame.add"}
+// CHECK-SAME:      ins(%[[A]], %[[B]] : tensor<4xf16>, tensor<4xf16>) outs(%[[E]] : tensor<4xf16>) {
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f16, %[[Y:.*]]: f16, %[[O:.*]]: f16):
+// CHECK-NEXT:      %[[XW:.*]] = arith.extf %[[X]] : f16 to f32
+// CHECK-NEXT:      %[[YW:.*]] = arith.extf %[[Y]] : f16 to f32
+// CHECK-NEXT:      %{{.*}} = arith.extf %[[O]] : f16 to f32
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addf %[[XW]], %[[YW]] : f32
+// CHECK-NEXT:      %[[R:.*]] = arith.truncf %[[SUM]] : f32 to f16
+// CHECK-NEXT:      linalg.yield %[[R]] : f16
+// CHECK-NEXT:    } -> tensor<4xf16>
+// CHECK-NEXT:    func.return %[[S]] : tensor<4xf16>

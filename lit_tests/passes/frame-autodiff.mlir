@@ -194,3 +194,223 @@ func.func @taken_grad() {
 }
 
 // CHECK: frame-autodiff at @taken: cannot add @taken_grad: the module already has a function of that name that is not its gradient
+
+// -----
+
+// conv, weight as parameter: only d w = conv_grad_weight(x, dy), with the forward
+// stride, padding and groups; no conv_grad_input for the data input.
+func.func @conv_w(%x: tensor<1x2x5xf32>, %w: tensor<4x1x3xf32> {frame.param = "w"}) -> tensor<f32> {
+  %y = frame.conv %x, %w {stride = array<i64: 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x2x5xf32>, tensor<4x1x3xf32>) -> tensor<1x4x3xf32>
+  %l = frame.sum %y : (tensor<1x4x3xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @conv_w_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<1x2x5xf32>, %[[W:[a-z0-9_]+]]: tensor<4x1x3xf32> {frame.param = "w"})
+// CHECK-SAME:    -> (tensor<f32>, tensor<4x1x3xf32>)
+// CHECK-NEXT:    %{{.*}} = frame.conv %[[X]], %[[W]] {frame.stage = "forward"
+// CHECK-NEXT:    %[[L:.*]] = frame.sum
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00 {frame.stage = "backward"} : tensor<f32>
+// CHECK-NEXT:    %[[DY:.*]] = frame.broadcast %[[ONE]] {frame.stage = "backward"} : (tensor<f32>) -> tensor<1x4x3xf32>
+// CHECK-NEXT:    %[[DW:.*]] = frame.conv_grad_weight %[[X]], %[[DY]] {frame.stage = "backward", stride = array<i64: 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x2x5xf32>, tensor<1x4x3xf32>) -> tensor<4x1x3xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[DW]] : tensor<f32>, tensor<4x1x3xf32>
+
+// -----
+
+// conv, input as parameter: d x = conv_grad_input(dy, w), the input's type.
+func.func @conv_x(%x: tensor<1x2x5xf32> {frame.param = "x"}, %w: tensor<4x1x3xf32>) -> tensor<f32> {
+  %y = frame.conv %x, %w {stride = array<i64: 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x2x5xf32>, tensor<4x1x3xf32>) -> tensor<1x4x3xf32>
+  %l = frame.sum %y : (tensor<1x4x3xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @conv_x_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<1x2x5xf32> {frame.param = "x"}, %[[W:[a-z0-9_]+]]: tensor<4x1x3xf32>)
+// CHECK:         %[[L:.*]] = frame.sum
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00
+// CHECK-NEXT:    %[[DY:.*]] = frame.broadcast %[[ONE]]
+// CHECK-NEXT:    %[[DX:.*]] = frame.conv_grad_input %[[DY]], %[[W]] {frame.stage = "backward", stride = array<i64: 2>, padding = array<i64: 1>, groups = 2 : i64} : (tensor<1x4x3xf32>, tensor<4x1x3xf32>) -> tensor<1x2x5xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[DX]] : tensor<f32>, tensor<1x2x5xf32>
+
+// -----
+
+// max_pool: max_pool_grad takes the forward input, the forward result and dy,
+// with the forward kernel, stride and padding.
+func.func @pool_max(%x: tensor<1x1x4x4xf32> {frame.param = "x"}) -> tensor<f32> {
+  %y = frame.max_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
+  %l = frame.sum %y : (tensor<1x1x2x2xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @pool_max_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<1x1x4x4xf32> {frame.param = "x"})
+// CHECK-NEXT:    %[[Y:.*]] = frame.max_pool %[[X]] {frame.stage = "forward"
+// CHECK-NEXT:    %[[L:.*]] = frame.sum %[[Y]]
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00
+// CHECK-NEXT:    %[[DY:.*]] = frame.broadcast %[[ONE]]
+// CHECK-NEXT:    %[[DX:.*]] = frame.max_pool_grad %[[X]], %[[Y]], %[[DY]] {frame.stage = "backward", kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[DX]] : tensor<f32>, tensor<1x1x4x4xf32>
+
+// -----
+
+// avg_pool: avg_pool_grad needs only dy (and the input's type).
+func.func @pool_avg(%x: tensor<1x1x4x4xf32> {frame.param = "x"}) -> tensor<f32> {
+  %y = frame.avg_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32>
+  %l = frame.sum %y : (tensor<1x1x3x3xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @pool_avg_grad
+// CHECK:         %[[L:.*]] = frame.sum
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00
+// CHECK-NEXT:    %[[DY:.*]] = frame.broadcast %[[ONE]] {frame.stage = "backward"} : (tensor<f32>) -> tensor<1x1x3x3xf32>
+// CHECK-NEXT:    %[[DX:.*]] = frame.avg_pool_grad %[[DY]] {frame.stage = "backward", kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[DX]] : tensor<f32>, tensor<1x1x4x4xf32>
+
+// -----
+
+// selective_scan with only a as a parameter: one selective_scan_grad {wrt = 1}
+// taking all five forward operands and dy; none for x, b, c, d.
+func.func @scan(%x: tensor<2x3xf32>, %a: tensor<2x3xf32> {frame.param = "a"}, %b: tensor<2x3xf32>, %c: tensor<2x3xf32>, %d: tensor<2x3xf32>) -> tensor<f32> {
+  %y = frame.selective_scan %x, %a, %b, %c, %d : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %l = frame.sum %y : (tensor<2x3xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @scan_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<2x3xf32>, %[[A:[a-z0-9_]+]]: tensor<2x3xf32> {frame.param = "a"}, %[[B:[a-z0-9_]+]]: tensor<2x3xf32>, %[[C:[a-z0-9_]+]]: tensor<2x3xf32>, %[[D:[a-z0-9_]+]]: tensor<2x3xf32>)
+// CHECK:         %[[L:.*]] = frame.sum
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00
+// CHECK-NEXT:    %[[DY:.*]] = frame.broadcast %[[ONE]]
+// CHECK-NEXT:    %[[DA:.*]] = frame.selective_scan_grad %[[X]], %[[A]], %[[B]], %[[C]], %[[D]], %[[DY]] {frame.stage = "backward", wrt = 1 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[DA]] : tensor<f32>, tensor<2x3xf32>
+
+// -----
+
+// scatter_add: the updates' adjoint is gather_rows of dy by the same indices;
+// the integer indices get none.
+func.func @scatter(%u: tensor<3x2xf32> {frame.param = "u"}, %i: tensor<3xi64>) -> tensor<f32> {
+  %o = frame.scatter_add %u, %i : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<4x2xf32>
+  %l = frame.sum %o : (tensor<4x2xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @scatter_grad
+// CHECK-SAME:    (%[[U:[a-z0-9_]+]]: tensor<3x2xf32> {frame.param = "u"}, %[[I:[a-z0-9_]+]]: tensor<3xi64>)
+// CHECK:         %[[L:.*]] = frame.sum
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00
+// CHECK-NEXT:    %[[DO:.*]] = frame.broadcast %[[ONE]] {frame.stage = "backward"} : (tensor<f32>) -> tensor<4x2xf32>
+// CHECK-NEXT:    %[[DU:.*]] = frame.gather_rows %[[DO]], %[[I]] {frame.stage = "backward"} : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[DU]] : tensor<f32>, tensor<3x2xf32>
+
+// -----
+
+// sigmoid: dy * (s * (1 - s)) from the forward result s, with 1 as a constant
+// of s's type.
+func.func @sigmoid(%x: tensor<4xf32> {frame.param = "x"}) -> tensor<f32> {
+  %s = frame.sigmoid %x : (tensor<4xf32>) -> tensor<4xf32>
+  %l = frame.sum %s : (tensor<4xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @sigmoid_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<4xf32> {frame.param = "x"})
+// CHECK-NEXT:    %[[S:.*]] = frame.sigmoid %[[X]] {frame.stage = "forward"}
+// CHECK-NEXT:    %[[L:.*]] = frame.sum %[[S]]
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00 {frame.stage = "backward"} : tensor<f32>
+// CHECK-NEXT:    %[[DY:.*]] = frame.broadcast %[[ONE]]
+// CHECK-NEXT:    %[[ONES:.*]] = frame.constant 1.000000e+00 {frame.stage = "backward"} : tensor<4xf32>
+// CHECK-NEXT:    %[[OMS:.*]] = frame.sub %[[ONES]], %[[S]] {frame.stage = "backward"}
+// CHECK-NEXT:    %[[SLOPE:.*]] = frame.mul %[[S]], %[[OMS]] {frame.stage = "backward"}
+// CHECK-NEXT:    %[[DX:.*]] = frame.mul %[[DY]], %[[SLOPE]] {frame.stage = "backward"}
+// CHECK-NEXT:    func.return %[[L]], %[[DX]] : tensor<f32>, tensor<4xf32>
+
+// -----
+
+// heaviside_surrogate: the surrogate gradient of the forward input, same alpha.
+func.func @spike(%x: tensor<4xf32> {frame.param = "x"}) -> tensor<f32> {
+  %s = frame.heaviside_surrogate %x {alpha = 2.0 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+  %l = frame.sum %s : (tensor<4xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @spike_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<4xf32> {frame.param = "x"})
+// CHECK:         %[[L:.*]] = frame.sum
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00
+// CHECK-NEXT:    %[[DY:.*]] = frame.broadcast %[[ONE]]
+// CHECK-NEXT:    %[[DX:.*]] = frame.heaviside_surrogate_grad %[[X]], %[[DY]] {frame.stage = "backward", alpha = 2.000000e+00 : f32} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[DX]] : tensor<f32>, tensor<4xf32>
+
+// -----
+
+// reshape: dy reshaped back to the input's type.
+func.func @reshape(%x: tensor<2x3xf32> {frame.param = "x"}) -> tensor<f32> {
+  %r = frame.reshape %x : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %l = frame.sum %r : (tensor<3x2xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @reshape_grad
+// CHECK:         %[[L:.*]] = frame.sum
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00
+// CHECK-NEXT:    %[[DY:.*]] = frame.broadcast %[[ONE]] {frame.stage = "backward"} : (tensor<f32>) -> tensor<3x2xf32>
+// CHECK-NEXT:    %[[DX:.*]] = frame.reshape %[[DY]] {frame.stage = "backward"} : (tensor<3x2xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[DX]] : tensor<f32>, tensor<2x3xf32>
+
+// -----
+
+// sum and broadcast over chosen axes are each other's VJP, with the same axes:
+// broadcast {axes = [1]} differentiates to sum {axes = [1]}, and sum {axes = [0]}
+// to broadcast {axes = [0]} back to the input's type.
+func.func @axes(%x: tensor<2x3xf32> {frame.param = "x"}) -> tensor<f32> {
+  %r = frame.sum %x {axes = array<i64: 0>} : (tensor<2x3xf32>) -> tensor<3xf32>
+  %b = frame.broadcast %r {axes = array<i64: 1>} : (tensor<3xf32>) -> tensor<3x4xf32>
+  %l = frame.sum %b : (tensor<3x4xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @axes_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<2x3xf32> {frame.param = "x"})
+// CHECK-NEXT:    %[[R:.*]] = frame.sum %[[X]] {frame.stage = "forward", axes = array<i64: 0>}
+// CHECK-NEXT:    %[[B:.*]] = frame.broadcast %[[R]] {frame.stage = "forward", axes = array<i64: 1>}
+// CHECK-NEXT:    %[[L:.*]] = frame.sum %[[B]] {frame.stage = "forward"}
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00
+// CHECK-NEXT:    %[[DB:.*]] = frame.broadcast %[[ONE]] {frame.stage = "backward"} : (tensor<f32>) -> tensor<3x4xf32>
+// CHECK-NEXT:    %[[DR:.*]] = frame.sum %[[DB]] {frame.stage = "backward", axes = array<i64: 1>} : (tensor<3x4xf32>) -> tensor<3xf32>
+// CHECK-NEXT:    %[[DX:.*]] = frame.broadcast %[[DR]] {frame.stage = "backward", axes = array<i64: 0>} : (tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[DX]] : tensor<f32>, tensor<2x3xf32>
+
+// -----
+
+// transpose: dy transposed back.
+func.func @transpose(%x: tensor<2x3xf32> {frame.param = "x"}) -> tensor<f32> {
+  %t = frame.transpose %x : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %l = frame.sum %t : (tensor<3x2xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @transpose_grad
+// CHECK:         %[[L:.*]] = frame.sum
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00
+// CHECK-NEXT:    %[[DT:.*]] = frame.broadcast %[[ONE]] {frame.stage = "backward"} : (tensor<f32>) -> tensor<3x2xf32>
+// CHECK-NEXT:    %[[DX:.*]] = frame.transpose %[[DT]] {frame.stage = "backward"} : (tensor<3x2xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[DX]] : tensor<f32>, tensor<2x3xf32>
+
+// -----
+
+// mul with the parameter on the right: d rhs = dy * lhs, and no product for the
+// data operand.
+func.func @mul(%x: tensor<4xf32> {frame.param = "x"}, %y: tensor<4xf32>) -> tensor<f32> {
+  %m = frame.mul %y, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %l = frame.sum %m : (tensor<4xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @mul_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<4xf32> {frame.param = "x"}, %[[Y:[a-z0-9_]+]]: tensor<4xf32>)
+// CHECK:         %[[L:.*]] = frame.sum
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00
+// CHECK-NEXT:    %[[DM:.*]] = frame.broadcast %[[ONE]]
+// CHECK-NEXT:    %[[DX:.*]] = frame.mul %[[DM]], %[[Y]] {frame.stage = "backward"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[DX]] : tensor<f32>, tensor<4xf32>

@@ -52,3 +52,48 @@ func.func private @small(%a: memref<2x3xf32>, %b: memref<3x4xf32>, %c: memref<2x
 
 // CHECK-LABEL: func.func private @small(
 // CHECK:         linalg.generic
+
+// A transposed lhs (A map (d1, d0), as convert-frame-to-linalg emits for
+// `transpose_lhs`) tiles the same way; only the A load changes, to A[k, i], in the
+// tiles and in the plain loops over the rows left over (6 = one 4-row tile + 2).
+
+func.func private @k_matmul_transpose_lhs(%a: memref<3x6xf32>, %b: memref<3x16xf32>, %c: memref<6x16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<3x6xf32>, memref<3x16xf32>) outs(%c : memref<6x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %s = math.fma %x, %y, %acc : f32
+    linalg.yield %s : f32
+  }
+  func.return
+}
+
+// CHECK-LABEL: func.func private @k_matmul_transpose_lhs(
+// CHECK-SAME:    %[[A:.*]]: memref<3x6xf32>, %[[B:.*]]: memref<3x16xf32>, %[[C:.*]]: memref<6x16xf32>)
+// CHECK-NOT:     linalg.generic
+// Tiles: i0 in [0, 4) step 4, j0 in [0, 16) step 16, k in [0, 3), r in [0, 4), jj in [0, 16).
+// CHECK:         %[[I_UB:.*]] = arith.constant 4 : index
+// CHECK-NEXT:    %[[I_STEP:.*]] = arith.constant 4 : index
+// CHECK-NEXT:    scf.for %[[I0:.*]] = %{{.*}} to %[[I_UB]] step %[[I_STEP]] {
+// CHECK:           scf.for %[[J0:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:             scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:               scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:            %[[I:.*]] = arith.addi %[[I0]], %[[R]] : index
+// CHECK-NEXT:            %[[AV:.*]] = memref.load %[[A]][%[[K]], %[[I]]] : memref<3x6xf32>
+// CHECK:                 scf.for %[[JJ:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:              %[[J:.*]] = arith.addi %[[J0]], %[[JJ]] : index
+// CHECK-NEXT:              %[[BV:.*]] = memref.load %[[B]][%[[K]], %[[J]]] : memref<3x16xf32>
+// CHECK-NEXT:              %[[CV:.*]] = memref.load %[[C]][%[[I]], %[[J]]] : memref<6x16xf32>
+// CHECK-NEXT:              %[[S:.*]] = math.fma %[[AV]], %[[BV]], %[[CV]] : f32
+// CHECK-NEXT:              memref.store %[[S]], %[[C]][%[[I]], %[[J]]] : memref<6x16xf32>
+// The 2 leftover rows [4, 6), all columns.
+// CHECK:         %[[LO:.*]] = arith.constant 4 : index
+// CHECK-NEXT:    %[[HI:.*]] = arith.constant 6 : index
+// CHECK-NEXT:    %{{.*}} = arith.constant 1 : index
+// CHECK-NEXT:    scf.for %[[RI:.*]] = %[[LO]] to %[[HI]] step %{{.*}} {
+// CHECK:           scf.for %[[RK:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:        %[[RAV:.*]] = memref.load %[[A]][%[[RK]], %[[RI]]] : memref<3x6xf32>
+// CHECK:             scf.for %[[RJ:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:          %[[RBV:.*]] = memref.load %[[B]][%[[RK]], %[[RJ]]] : memref<3x16xf32>
+// CHECK-NEXT:          %[[RCV:.*]] = memref.load %[[C]][%[[RI]], %[[RJ]]] : memref<6x16xf32>
+// CHECK-NEXT:          %[[RS:.*]] = math.fma %[[RAV]], %[[RBV]], %[[RCV]] : f32
+// CHECK-NEXT:          memref.store %[[RS]], %[[C]][%[[RI]], %[[RJ]]] : memref<6x16xf32>
+// CHECK:         func.return
