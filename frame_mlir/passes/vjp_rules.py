@@ -145,8 +145,18 @@ def _scatter_add(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool
     return [emit(frame.GatherRowsOp(dc, op.indices)) if need[0] else None, None]
 
 
+def _gather_rows(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
+    assert isinstance(op, frame.GatherRowsOp)
+    # Each gathered row's adjoint flows back to the row it came from; rows gathered
+    # several times accumulate (scatter_add sums repeated indices).
+    if not need[0]:
+        return [None, None]
+    return [emit(frame.ScatterAddOp(dc, op.indices, op.source.type)), None]
+
+
 VJP_RULES: dict[type[Operation], VjpRule] = {
     frame.ScatterAddOp: _scatter_add,
+    frame.GatherRowsOp: _gather_rows,
     frame.SelectiveScanOp: _selective_scan,
     frame.MaxPoolOp: _max_pool,
     frame.AvgPoolOp: _avg_pool,

@@ -414,3 +414,21 @@ func.func @mul(%x: tensor<4xf32> {frame.param = "x"}, %y: tensor<4xf32>) -> tens
 // CHECK-NEXT:    %[[DM:.*]] = frame.broadcast %[[ONE]]
 // CHECK-NEXT:    %[[DX:.*]] = frame.mul %[[DM]], %[[Y]] {frame.stage = "backward"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
 // CHECK-NEXT:    func.return %[[L]], %[[DX]] : tensor<f32>, tensor<4xf32>
+
+// -----
+
+// gather_rows: the source's adjoint is scatter_add(dy, indices) into the source's
+// shape (rows gathered twice accumulate); the integer indices get none.
+func.func @gather(%s: tensor<4x2xf32> {frame.param = "s"}, %i: tensor<3xi64>) -> tensor<f32> {
+  %g = frame.gather_rows %s, %i : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>
+  %l = frame.sum %g : (tensor<3x2xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @gather_grad
+// CHECK-SAME:    (%[[S:[a-z0-9_]+]]: tensor<4x2xf32> {frame.param = "s"}, %[[I:[a-z0-9_]+]]: tensor<3xi64>)
+// CHECK:         %[[L:.*]] = frame.sum
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00
+// CHECK-NEXT:    %[[DY:.*]] = frame.broadcast %[[ONE]] {frame.stage = "backward"} : (tensor<f32>) -> tensor<3x2xf32>
+// CHECK-NEXT:    %[[DS:.*]] = frame.scatter_add %[[DY]], %[[I]] {frame.stage = "backward"} : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<4x2xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[DS]] : tensor<f32>, tensor<4x2xf32>

@@ -592,6 +592,37 @@ def test_scatter_add_and_gather_rows_vs_torch(torch: Any, k: int, v: int, f: int
     np.testing.assert_allclose(got_grad, tu.grad.numpy(), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("k,v,f,index_type", [(5, 3, 2, "i64"), (2, 4, 3, "i32")])
+def test_gather_rows_and_its_vjp_vs_torch(torch: Any, k: int, v: int, f: int,
+                                          index_type: str) -> None:
+    """gather_rows with a differentiable source: rows gathered twice send both adjoints
+    back (scatter_add accumulates), rows never gathered get 0; torch.index_select."""
+    from xdsl.dialects import builtin as b
+
+    rng = np.random.default_rng(k * 10 + v)
+    g = Graph(f"gather_{k}_{v}_{f}")
+    (src,) = add_parameter_inputs(g, [ParamSpec("s", (v, f), UniformSeeded(0, 1))])
+    elem = b.i64 if index_type == "i64" else b.i32
+    idx = g.block.insert_arg(b.TensorType(elem, [k]), len(g.block.args))
+    g._arg_attrs.append({})
+    r = g.add_input((k, f), "r")
+    out = g.emit(frame.GatherRowsOp(src, idx))
+    loss = g.emit(frame.SumOp(g.emit(frame.MulOp(out, r))))
+    ex = compile_module(b.ModuleOp([g.finish([loss])]))
+    sv = rng.standard_normal((v, f)).astype(np.float32)
+    ind = np.array([i % (v - 1) for i in range(k)],  # repeats, and row v-1 never read
+                   dtype=np.int64 if index_type == "i64" else np.int32)
+    rr = rng.standard_normal((k, f)).astype(np.float32)
+    got_loss, got_grad = ex(g.name + "_grad", sv, ind, rr)
+    ts = torch.from_numpy(sv).double().requires_grad_()
+    tloss = (ts.index_select(0, torch.from_numpy(ind.astype(np.int64)))
+             * torch.from_numpy(rr).double()).sum()
+    tloss.backward()
+    np.testing.assert_allclose(got_loss, tloss.item(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_grad, ts.grad.numpy(), rtol=1e-6, atol=1e-6)
+    assert np.all(got_grad[v - 1] == 0)
+
+
 def test_cases_cover_every_frame_op() -> None:
     """Adding an op to the dialect without an oracle case fails here."""
     from frame_mlir.dialects.frame import Frame
