@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from math import isqrt, prod
+from math import isqrt, log, prod
 
 from xdsl.builder import Builder
 from xdsl.context import Context
@@ -218,7 +218,7 @@ def _sum_into(lw: Lowerer, inputs: Sequence[SSAValue], body: BodyFn) -> SSAValue
     assert shape is not None
     rank = len(shape)
     init = lw.filled(frame.tensor_type(()), 0.0)  # f32 accumulator for any input type
-    block = _block_size(prod(shape))
+    block = _block_size(shape)
     if block is None:
         return lw.generic(inputs, init, [identity_map(rank)] * len(inputs)
                           + [dims_map(rank, [])], [RED] * rank, body)
@@ -236,12 +236,21 @@ def _sum_into(lw: Lowerer, inputs: Sequence[SSAValue], body: BodyFn) -> SSAValue
                       lambda b, a: b.insert(arith.AddfOp(a[1], a[0])).result)
 
 
-def _block_size(n: int) -> int | None:
-    """The block length of a blocked sum of `n` elements: the divisor of `n` closest
-    to sqrt(n) from below, if it is at least sqrt(n) / 16; None for a plain sum."""
+def _block_size(shape: Sequence[int]) -> int | None:
+    """The block length B of a blocked sum over `shape`, or None for a plain sum.
+
+    B should be near sqrt(N) (within 16x). A product of trailing dims is preferred: the
+    blocks are then whole sub-tensors and the index maps stay plain projections. Else
+    the divisor of N closest below sqrt(N), if there is one in range.
+    """
+    n = prod(shape)
     if n <= BLOCKED_SUM_MIN:
         return None
     root = isqrt(n)
+    trailing = [prod(shape[t:]) for t in range(1, len(shape))]
+    fits = [b for b in trailing if root // 16 <= b <= root * 16 and b < n]
+    if fits:
+        return min(fits, key=lambda b: abs(log(b / root)))
     for b in range(root, max(root // 16, 1) - 1, -1):
         if n % b == 0:
             return b
@@ -249,8 +258,12 @@ def _block_size(n: int) -> int | None:
 
 
 def _flat_index_map(shape: Sequence[int], block: int) -> AffineMapAttr:
-    """(i, j) -> the row-major multi-index of element i * block + j of `shape`."""
-    flat = AffineExpr.dimension(0) * block + AffineExpr.dimension(1)
+    """(i, j) -> the row-major multi-index of element i * block + j of `shape`.
+
+    Per dim k (row-major stride s, size z): if the block is a multiple of s * z the
+    index depends on j alone, if s is a multiple of the block on i alone; otherwise it
+    is taken from the flat position i * block + j."""
+    i, j = AffineExpr.dimension(0), AffineExpr.dimension(1)
     results = []
     stride = prod(shape)
     for k, size in enumerate(shape):
@@ -258,8 +271,15 @@ def _flat_index_map(shape: Sequence[int], block: int) -> AffineMapAttr:
         if size == 1:
             results.append(AffineExpr.constant(0))
             continue
-        idx = flat if stride == 1 else flat // stride
-        results.append(idx if k == 0 else idx % size)
+        if block % (stride * size) == 0:  # within one block
+            idx, whole = (j if stride == 1 else j // stride), block == stride * size
+        elif stride % block == 0:  # constant across a block
+            step = stride // block
+            idx, whole = (i if step == 1 else i // step), k == 0
+        else:
+            flat = i * block + j
+            idx, whole = (flat if stride == 1 else flat // stride), k == 0
+        results.append(idx if whole else idx % size)
     return AffineMapAttr(AffineMap(2, 0, tuple(results)))
 
 
@@ -444,10 +464,19 @@ def _conv_grad_input(lw: Lowerer, op: Operation) -> SSAValue:
     _, x_map, w_map, y_map, its = _conv_maps(padded, frame.static_shape(op.rhs) or (), st,
                                              groups)
     init = lw.filled(TensorType(f32, padded), 0.0)
-    # The loops run sequentially, so the output map may repeat indices: each
-    # iteration adds its w * dy to the input position it came from.
-    dxp = lw.generic([op.rhs, op.lhs], init, [w_map, y_map, x_map], its, _mac)
+    # Each iteration adds its w * dy to the input position it came from, so distinct
+    # (o, c, k, out) may hit one element: only n is parallel (see `_scatter_iterators`).
+    dxp = lw.generic([op.rhs, op.lhs], init, [w_map, y_map, x_map],
+                     _scatter_iterators(len(its), 1), _mac)
     return _crop(lw, dxp, pad, typ)
+
+
+def _scatter_iterators(ndims: int, parallel: int) -> list[linalg_attrs.IteratorTypeAttr]:
+    """Iterator types of a scatter-style generic (a gradient written at `out * stride +
+    k`): only the leading `parallel` dims (batch, and channel for pooling) never send
+    two iterations to one output element; every other dim is a reduction, so a pass
+    that parallelises or reorders "parallel" loops cannot race on them."""
+    return [PAR] * parallel + [RED] * (ndims - parallel)
 
 
 def _crop(lw: Lowerer, padded: SSAValue, padding: Sequence[int], typ: TensorType) -> SSAValue:
@@ -551,7 +580,7 @@ def _avg_pool_grad(lw: Lowerer, op: Operation) -> SSAValue:
         return b.insert(arith.AddfOp(a[2], share)).result
 
     dxp = lw.generic([op.input, _window(lw, kernel)], lw.filled(TensorType(f32, padded), 0.0),
-                     [y_map, w_map, x_map], its, body)
+                     [y_map, w_map, x_map], _scatter_iterators(len(its), 2), body)
     return _crop(lw, dxp, pad, typ)
 
 
@@ -603,7 +632,7 @@ def _max_pool_grad(lw: Lowerer, op: Operation) -> SSAValue:
         return b.insert(arith.SelectOp(hit, added, dx)).result
 
     dxp = lw.generic([op.dy, argmax, window], lw.filled(TensorType(f32, padded), 0.0),
-                     [y_map, y_map, w_map, x_map], its, scatter)
+                     [y_map, y_map, w_map, x_map], _scatter_iterators(len(its), 2), scatter)
     return _crop(lw, dxp, pad, typ)
 
 
@@ -615,7 +644,10 @@ def _conv_grad_weight(lw: Lowerer, op: Operation) -> SSAValue:
     _, x_map, w_map, y_map, its = _conv_maps(frame.static_shape(xp) or (),
                                              tuple(typ.get_shape()), st, groups)
     init = lw.filled(_accumulator_type(typ), 0.0)
-    dw = lw.generic([xp, op.rhs], init, [x_map, y_map, w_map], its, _mac)
+    # (n, o, c, *k, *out): dw[o, c, *k] sums over the batch and the output positions.
+    nsp = (len(its) - 3) // 2
+    dw_its = [RED, PAR, PAR, *[PAR] * nsp, *[RED] * nsp]
+    dw = lw.generic([xp, op.rhs], init, [x_map, y_map, w_map], dw_its, _mac)
     return _round_to(lw, dw, typ)
 
 

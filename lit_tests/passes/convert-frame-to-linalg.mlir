@@ -409,6 +409,8 @@ func.func @avg_pool_grad(%dy: tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32> {
 // CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<1x1x6x6xf32>
 // CHECK-NEXT:    %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E0]] : tensor<1x1x6x6xf32>) -> tensor<1x1x6x6xf32>
 // CHECK-NEXT:    %[[DXP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 * 2) + d4), ((d3 * 2) + d5))>]
+// Windows may overlap: only n and c are parallel, the scatter dims are reductions.
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "reduction"]
 // CHECK-SAME:      doc = "frame.avg_pool_grad"}
 // CHECK-SAME:      ins(%[[DY]], %[[WIN]] : tensor<1x1x3x3xf32>, tensor<2x2xf32>) outs(%[[INIT]] : tensor<1x1x6x6xf32>) {
 // CHECK-NEXT:    ^{{.*}}(%[[G:.*]]: f32, %{{.*}}: f32, %[[ACC:.*]]: f32):
@@ -441,6 +443,8 @@ func.func @conv_grad_input(%dy: tensor<1x4x3xf32>, %w: tensor<4x2x3xf32>) -> ten
 // CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<1x4x7xf32>
 // CHECK-NEXT:    %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E0]] : tensor<1x4x7xf32>) -> tensor<1x4x7xf32>
 // CHECK-NEXT:    %[[DXP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, (((d1 floordiv 2) * 2) + d2), ((d4 * 2) + d3))>]
+// Several (o, c, k, out) reach one input cell: only n is parallel.
+// CHECK-SAME:      iterator_types = ["parallel", "reduction", "reduction", "reduction", "reduction"]
 // CHECK-SAME:      doc = "frame.conv_grad_input"}
 // CHECK-SAME:      ins(%[[W]], %[[DY]] : tensor<4x2x3xf32>, tensor<1x4x3xf32>) outs(%[[INIT]] : tensor<1x4x7xf32>) {
 // CHECK-NEXT:    ^{{.*}}(%[[WV:.*]]: f32, %[[G:.*]]: f32, %[[ACC:.*]]: f32):
@@ -470,6 +474,8 @@ func.func @conv_grad_weight(%x: tensor<1x4x5xf32>, %dy: tensor<1x4x3xf32>) -> te
 // CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<4x2x3xf32>
 // CHECK-NEXT:    %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E]] : tensor<4x2x3xf32>) -> tensor<4x2x3xf32>
 // CHECK-NEXT:    %[[DW:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, (((d1 floordiv 2) * 2) + d2), ((d4 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d1, d2, d3)>]
+// dw[o, c, k] sums over the batch n and the output positions.
+// CHECK-SAME:      iterator_types = ["reduction", "parallel", "parallel", "parallel", "reduction"]
 // CHECK-SAME:      doc = "frame.conv_grad_weight"}
 // CHECK-SAME:      ins(%[[XP]], %[[DY]] : tensor<1x4x7xf32>, tensor<1x4x3xf32>) outs(%[[INIT]] : tensor<4x2x3xf32>) {
 // CHECK-NEXT:    ^{{.*}}(%[[XV:.*]]: f32, %[[G:.*]]: f32, %[[ACC:.*]]: f32):
@@ -787,3 +793,42 @@ func.func @add_f16(%a: tensor<4xf16>, %b: tensor<4xf16>) -> tensor<4xf16> {
 // CHECK-NEXT:      linalg.yield %[[R]] : f16
 // CHECK-NEXT:    } -> tensor<4xf16>
 // CHECK-NEXT:    func.return %[[S]] : tensor<4xf16>
+
+// -----
+
+// A full reduction of more than 4096 elements is blocked: 100 partial sums over
+// blocks of 50 (a trailing sub-tensor near sqrt(5000)), then a sum of the partials.
+// A shape-only tensor bounds the two loops; the body does not read it.
+func.func @mse_blocked(%p: tensor<100x50xf32>, %t: tensor<100x50xf32>) -> tensor<f32> {
+  %0 = frame.mse_loss %p, %t : (tensor<100x50xf32>, tensor<100x50xf32>) -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @mse_blocked
+// CHECK-SAME:    (%[[P:[a-z0-9_]+]]: tensor<100x50xf32>, %[[T:[a-z0-9_]+]]: tensor<100x50xf32>)
+// CHECK:         %[[TOTAL0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<f32>) -> tensor<f32>
+// CHECK:         %[[PART0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<100xf32>) -> tensor<100xf32>
+// CHECK-NEXT:    %[[BOUNDS:.*]] = tensor.empty() : tensor<100x50xf32>
+// CHECK-NEXT:    %[[PART:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]
+// CHECK-SAME:      ins(%[[P]], %[[T]], %[[BOUNDS]] : tensor<100x50xf32>, tensor<100x50xf32>, tensor<100x50xf32>) outs(%[[PART0]] : tensor<100xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[A:.*]]: f32, %[[B:.*]]: f32, %{{.*}}: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[D:.*]] = arith.subf %[[A]], %[[B]] : f32
+// CHECK-NEXT:      %[[SQ:.*]] = arith.mulf %[[D]], %[[D]] : f32
+// CHECK-NEXT:      %[[NEW:.*]] = arith.addf %[[ACC]], %[[SQ]] : f32
+// CHECK-NEXT:      linalg.yield %[[NEW]] : f32
+// CHECK:         %[[SUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]
+// CHECK-SAME:      ins(%[[PART]] : tensor<100xf32>) outs(%[[TOTAL0]] : tensor<f32>)
+// CHECK:           arith.constant 5.000000e+03 : f32
+
+// -----
+
+// A 1-d reduction has no trailing sub-tensor: blocks of 100 (a divisor of 10000) are
+// read at d0 * 100 + d1.
+func.func @sum_blocked(%x: tensor<10000xf32>) -> tensor<f32> {
+  %0 = frame.sum %x : (tensor<10000xf32>) -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @sum_blocked
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (((d0 * 100) + d1))>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]
+// CHECK-SAME:      outs(%{{.*}} : tensor<100xf32>)
