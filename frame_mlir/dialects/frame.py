@@ -771,9 +771,12 @@ def pool_output_shape(x: Shape, kernel: Sequence[int], stride: Sequence[int],
                          f"{len(kernel)}/{len(stride)}/{len(padding)} entries")
     out = list(x[:2])
     for size, k, st, p in zip(x[2:], kernel, stride, padding, strict=True):
-        if k < 1 or st < 1 or p < 0 or 2 * p > k or size + 2 * p < k:
+        need = ("kernel >= 1" if k < 1 else "stride >= 1" if st < 1 else
+                "padding >= 0" if p < 0 else "2 * padding <= kernel" if 2 * p > k else
+                "kernel <= size + 2 * padding" if size + 2 * p < k else None)
+        if need is not None:
             raise ShapeError(f"{what}: kernel {k}, stride {st}, padding {p} do not fit a "
-                             f"spatial size of {size} (need 2 * padding <= kernel)")
+                             f"spatial size of {size} (need {need})")
         out.append((size + 2 * p - k) // st + 1)
     return tuple(out)
 

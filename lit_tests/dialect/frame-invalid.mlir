@@ -396,7 +396,7 @@ func.func @pool_kernel_zero(%x: tensor<1x1x4xf32>) {
   %0 = frame.max_pool %x {kernel = array<i64: 0>, stride = array<i64: 1>, padding = array<i64: 0>} : (tensor<1x1x4xf32>) -> tensor<1x1x5xf32>
   func.return
 }
-// CHECK:      frame.max_pool: kernel 0, stride 1, padding 0 do not fit a spatial size of 4
+// CHECK:      frame.max_pool: kernel 0, stride 1, padding 0 do not fit a spatial size of 4 (need kernel >= 1)
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "pool_kernel_zero"
 
@@ -407,7 +407,7 @@ func.func @pool_stride_zero(%x: tensor<1x1x4xf32>) {
   %0 = frame.avg_pool %x {kernel = array<i64: 2>, stride = array<i64: 0>, padding = array<i64: 0>} : (tensor<1x1x4xf32>) -> tensor<1x1x3xf32>
   func.return
 }
-// CHECK:      frame.avg_pool: kernel 2, stride 0, padding 0 do not fit a spatial size of 4
+// CHECK:      frame.avg_pool: kernel 2, stride 0, padding 0 do not fit a spatial size of 4 (need stride >= 1)
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "pool_stride_zero"
 
@@ -418,7 +418,7 @@ func.func @pool_padding_negative(%x: tensor<1x1x4xf32>) {
   %0 = frame.max_pool %x {kernel = array<i64: 2>, stride = array<i64: 1>, padding = array<i64: -1>} : (tensor<1x1x4xf32>) -> tensor<1x1x1xf32>
   func.return
 }
-// CHECK:      frame.max_pool: kernel 2, stride 1, padding -1 do not fit a spatial size of 4
+// CHECK:      frame.max_pool: kernel 2, stride 1, padding -1 do not fit a spatial size of 4 (need padding >= 0)
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "pool_padding_negative"
 
@@ -440,7 +440,7 @@ func.func @pool_kernel_too_big(%x: tensor<1x1x3xf32>) {
   %0 = frame.avg_pool %x {kernel = array<i64: 4>, stride = array<i64: 1>, padding = array<i64: 0>} : (tensor<1x1x3xf32>) -> tensor<1x1x1xf32>
   func.return
 }
-// CHECK:      frame.avg_pool: kernel 4, stride 1, padding 0 do not fit a spatial size of 3
+// CHECK:      frame.avg_pool: kernel 4, stride 1, padding 0 do not fit a spatial size of 3 (need kernel <= size + 2 * padding)
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "pool_kernel_too_big"
 
