@@ -4,7 +4,11 @@ Expects: bufferized functions (memref arguments, linalg ops on memrefs).
 Does: replaces every `linalg.generic` / `linalg.fill` with a `func.call` to a new
 function `@<fn>__k<N>_<what>` (`what` from the op's `doc`, e.g. `matmul`) that takes
 the op's distinct memrefs as arguments and holds the op. Scalar operands defined
-by `arith.constant` are cloned into the kernel; others become arguments.
+by `arith.constant` are cloned into the kernel; others become arguments. Kernels are
+shared: an op that computes exactly what an existing kernel computes (same body and
+constants, same buffer types; provenance aside) calls that kernel instead, so the
+forward pass repeated in the train step and in the predict function, or layers of one
+shape, compile once. A shared kernel drops its provenance; its calls keep theirs.
 Why: after lowering, a kernel's pointer arguments are `noalias`, so LLVM knows its
 inputs and output do not overlap even when all of them are views of the one arena
 (something it cannot prove from the offsets). That lets it keep accumulators in
@@ -16,6 +20,7 @@ one call never overlap unless both are only read.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -24,9 +29,10 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from frame_mlir.passes.common import fail, provenance
+from frame_mlir.passes.common import PROVENANCE_ATTRS, fail, provenance
 
 
 def _kernel_suffix(op: Operation) -> str:
@@ -43,6 +49,7 @@ class FrameOutlineKernels(ModulePass):
     name = "frame-outline-kernels"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        kernels: dict[str, func.FuncOp] = {}  # structure (see `_structure`) -> kernel
         for fn in list(op.ops):
             if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
                 continue
@@ -52,11 +59,25 @@ class FrameOutlineKernels(ModulePass):
                     if inner.results:
                         raise fail(self.name, inner, "expected linalg on memrefs, found one "
                                    "with tensor results (run frame-bufferize first)")
-                    kernel = self._outline(fn, inner, count)
-                    Rewriter.insert_op(kernel, InsertPoint.before(fn))
-                    count += 1
+                    kernel, call = self._outline(fn, inner, count)
+                    key = _structure(kernel)
+                    shared = kernels.get(key)
+                    if shared is None:
+                        kernels[key] = kernel
+                        Rewriter.insert_op(kernel, InsertPoint.before(fn))
+                        count += 1
+                    else:
+                        # The same computation on the same buffer types (another layer of
+                        # one shape, or the forward pass again in the train step): call
+                        # the existing kernel. It now serves several places, so it keeps
+                        # no single provenance; the calls keep theirs.
+                        call.callee = builtin.SymbolRefAttr(shared.sym_name.data)
+                        for o in shared.walk():
+                            for k in PROVENANCE_ATTRS:
+                                o.attributes.pop(k, None)
 
-    def _outline(self, fn: func.FuncOp, op: Operation, index: int) -> func.FuncOp:
+    def _outline(self, fn: func.FuncOp, op: Operation,
+                 index: int) -> tuple[func.FuncOp, func.CallOp]:
         args: list[SSAValue] = []
         constants: list[Operation] = []
         for v in op.operands:
@@ -83,4 +104,23 @@ class FrameOutlineKernels(ModulePass):
         call.attributes.update(provenance(op))
         kernel.attributes.update(provenance(op))
         Rewriter.replace_op(op, call)
-        return kernel
+        return kernel, call
+
+
+def _structure(kernel: func.FuncOp) -> str:
+    """What a kernel computes, as text: its signature and body in generic form, without
+    its name, value names or provenance attributes. Equal text, equal kernel."""
+    probe = kernel.clone()
+    probe.sym_name = builtin.StringAttr("k")
+    for o in probe.walk():
+        for k in PROVENANCE_ATTRS:
+            o.attributes.pop(k, None)
+        for v in o.results:
+            v.name_hint = None
+        for region in o.regions:
+            for block in region.blocks:
+                for arg in block.args:
+                    arg.name_hint = None
+    text = io.StringIO()
+    Printer(stream=text, print_generic_format=True).print_op(probe)
+    return text.getvalue()

@@ -40,3 +40,34 @@ func.func @on_tensors(%x: tensor<2xf32>) -> tensor<2xf32> {
 }
 
 // CHECK: frame-outline-kernels at @on_tensors: linalg.fill: expected linalg on memrefs, found one with tensor results (run frame-bufferize first)
+
+// -----
+
+// One kernel per distinct computation: @g's zero fill computes exactly what @f's
+// does (same body, same buffer type), so it calls @f__k0_fill, which then serves
+// two layers and keeps no frame.layer of its own; the calls keep theirs. The fill
+// with 1.0 is a different computation and gets its own kernel.
+func.func @f(%x: memref<2x2xf32>, %out: memref<2x2xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.fill {frame.layer = "a"} ins(%zero : f32) outs(%out : memref<2x2xf32>)
+  func.return
+}
+func.func @g(%y: memref<2x2xf32>, %out: memref<2x2xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.fill {frame.layer = "b"} ins(%zero : f32) outs(%out : memref<2x2xf32>)
+  %one = arith.constant 1.000000e+00 : f32
+  linalg.fill {frame.layer = "b"} ins(%one : f32) outs(%y : memref<2x2xf32>)
+  func.return
+}
+
+// CHECK:      func.func private @f__k0_fill(%{{.*}}: memref<2x2xf32>) {
+// CHECK-NEXT:   arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:   linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<2x2xf32>)
+// CHECK:      func.func @f(
+// CHECK:        func.call @f__k0_fill(%{{.*}}) {frame.layer = "a"}
+// CHECK:      func.func private @g__k0_fill(%{{.*}}: memref<2x2xf32>) attributes {frame.layer = "b"} {
+// CHECK-NEXT:   arith.constant 1.000000e+00 : f32
+// CHECK:      func.func @g(
+// CHECK:        func.call @f__k0_fill(%{{.*}}) {frame.layer = "b"}
+// CHECK:        func.call @g__k0_fill(%{{.*}}) {frame.layer = "b"}
+// CHECK-NOT:  func.func
