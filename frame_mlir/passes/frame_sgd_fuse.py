@@ -34,15 +34,27 @@ class FrameSgdFuse(ModulePass):
 
     name = "frame-sgd-fuse"
 
-    lr: float | int = 0.01
+    #: The learning rate. A str too: xDSL's pipeline syntax reads an exponent without a
+    #: decimal point (`lr=1e-3`) as a word, and users write rates that way.
+    lr: float | int | str = 0.01
 
-    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        # The update runs in float32: the rate must stay finite and non-zero there.
+    def learning_rate(self) -> float:
+        """`lr` as a number > 0 that stays finite and non-zero in float32 (the update
+        runs in float32), or a failure naming the pass."""
+        try:
+            lr = float(self.lr)
+        except ValueError:
+            raise fail(self.name, None, f"learning rate expected a number, found "
+                       f"'{self.lr}'") from None
         with np.errstate(over="ignore"):
-            lr32 = float(np.float32(self.lr))
-        if not (self.lr > 0 and 0 < lr32 < float("inf")):
+            lr32 = float(np.float32(lr))
+        if not (lr > 0 and 0 < lr32 < float("inf")):
             raise fail(self.name, None, f"learning rate expected > 0 and finite in float32 "
                        f"(1.4e-45 .. 3.4e38), found {self.lr}")
+        return lr
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        lr = self.learning_rate()
         for fn in list(op.ops):
             if not isinstance(fn, func.FuncOp) or "frame.grad_of" not in fn.attributes:
                 continue
@@ -59,7 +71,7 @@ class FrameSgdFuse(ModulePass):
             outputs: list[SSAValue] = [ret.operands[0]]
             for k, (i, g) in enumerate(zip(pidx, ret.operands[1:], strict=True)):
                 try:
-                    upd = frame.SgdUpdateOp(block.args[i], g, self.lr)
+                    upd = frame.SgdUpdateOp(block.args[i], g, lr)
                 except VerifyException as err:  # e.g. a gradient of the wrong shape
                     raise fail(self.name, ret, str(err)) from None
                 upd.attributes[LAYER] = fn.arg_attrs.data[i].data["frame.param"]  # type: ignore[union-attr]

@@ -1,12 +1,17 @@
 // RUN: frame-opt %s --split-input-file --verify-diagnostics -p 'frame-sgd-fuse{lr=0.05}' | filecheck %s
 // RUN: frame-opt %s --split-input-file --verify-diagnostics -p frame-sgd-fuse | filecheck %s --check-prefix=DEFAULT
 // RUN: not frame-opt %s --split-input-file -p 'frame-sgd-fuse{lr=-1.0}' 2>&1 | filecheck %s --check-prefix=LR
+// RUN: frame-opt %s --split-input-file --verify-diagnostics -p 'frame-sgd-fuse{lr=1e-3}' | filecheck %s --check-prefix=EXP
+// RUN: not frame-opt %s --split-input-file -p 'frame-sgd-fuse{lr=fast}' 2>&1 | filecheck %s --check-prefix=WORD
 // RUN: not frame-opt %s --split-input-file -p 'frame-sgd-fuse{lr=1.0e-50}' 2>&1 | filecheck %s --check-prefix=LR-F32
 
 // DEFAULT-LABEL: func.func @lin_train_step
 // DEFAULT:       frame.sgd_update %{{.*}}, %{{.*}} {frame.layer = "{{.*}}", frame.stage = "update", lr = 1.000000e-02 : f32}
 
 // LR-NOT: Traceback
+// A rate in exponent notation without a decimal point (xDSL reads it as a word).
+// EXP:    frame.sgd_update %{{.*}}, %{{.*}} {frame.layer = "{{.*}}", frame.stage = "update", lr = 1.000000e-03 : f32}
+// WORD:   frame-opt: error: frame-sgd-fuse: learning rate expected a number, found 'fast'
 // A rate that rounds to 0 in float32 would train nothing.
 // LR-F32: frame-opt: error: frame-sgd-fuse: learning rate expected > 0 and finite in float32 (1.4e-45 .. 3.4e38), found 1e-50
 // LR:     frame-opt: error: frame-sgd-fuse: learning rate expected > 0 and finite in float32 (1.4e-45 .. 3.4e38), found -1.0
