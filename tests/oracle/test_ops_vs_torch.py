@@ -561,28 +561,36 @@ def test_edge_values_match_torch_bitwise(group: str, torch: Any, oracle: Any) ->
 INDEXED_OPS = {"scatter_add", "gather_rows"}
 
 
+def _indexed_loss(name: str, param_shape: Shape, k: int, index_type: str, out_shape: Shape,
+                  make: Callable[[SSAValue, SSAValue], Any]) -> tuple[str, Executable]:
+    """`@name(p [param], indices [k] i32/i64, r) = sum(make(p, indices) * r)`, compiled
+    with its gradient `@name_grad`."""
+    from xdsl.dialects import builtin as b
+
+    g = Graph(name)
+    (param,) = add_parameter_inputs(g, [ParamSpec("p", param_shape, UniformSeeded(0, 1))])
+    elem = b.i64 if index_type == "i64" else b.i32
+    idx = g.block.insert_arg(b.TensorType(elem, [k]), len(g.block.args))
+    g._arg_attrs.append({})
+    r = g.add_input(out_shape, "r")
+    out = g.emit(make(param, idx))
+    loss = g.emit(frame.SumOp(g.emit(frame.MulOp(out, r))))
+    return name, compile_module(b.ModuleOp([g.finish([loss])]))
+
+
 @pytest.mark.parametrize("k,v,f,index_type", [(3, 4, 2, "i64"), (5, 2, 3, "i32"),
                                               (1, 3, 1, "i64")])
 def test_scatter_add_and_gather_rows_vs_torch(torch: Any, k: int, v: int, f: int,
                                               index_type: str) -> None:
     """scatter_add forward (repeated indices accumulate, untouched rows stay 0) and its
     VJP (gather_rows) against torch.index_add / autograd."""
-    from xdsl.dialects import builtin as b
-
     rng = np.random.default_rng(k * 100 + v)
-    g = Graph(f"scatter_{k}_{v}_{f}")
-    (upd,) = add_parameter_inputs(g, [ParamSpec("u", (k, f), UniformSeeded(0, 1))])
-    elem = b.i64 if index_type == "i64" else b.i32
-    idx = g.block.insert_arg(b.TensorType(elem, [k]), len(g.block.args))
-    g._arg_attrs.append({})
-    r = g.add_input((v, f), "r")
-    out = g.emit(frame.ScatterAddOp(upd, idx, frame.tensor_type((v, f))))
-    loss = g.emit(frame.SumOp(g.emit(frame.MulOp(out, r))))
-    ex = compile_module(b.ModuleOp([g.finish([loss])]))
+    name, ex = _indexed_loss(f"scatter_{k}_{v}_{f}", (k, f), k, index_type, (v, f),
+                             lambda p, i: frame.ScatterAddOp(p, i, frame.tensor_type((v, f))))
     u = rng.standard_normal((k, f)).astype(np.float32)
     ind = rng.integers(0, v, k).astype(np.int64 if index_type == "i64" else np.int32)
     rr = rng.standard_normal((v, f)).astype(np.float32)
-    got_loss, got_grad = ex(g.name + "_grad", u, ind, rr)
+    got_loss, got_grad = ex(name + "_grad", u, ind, rr)
     tu = torch.from_numpy(u).requires_grad_()
     tout = torch.zeros((v, f), dtype=torch.float32).index_add(0, torch.from_numpy(
         ind.astype(np.int64)), tu)
@@ -597,23 +605,14 @@ def test_gather_rows_and_its_vjp_vs_torch(torch: Any, k: int, v: int, f: int,
                                           index_type: str) -> None:
     """gather_rows with a differentiable source: rows gathered twice send both adjoints
     back (scatter_add accumulates), rows never gathered get 0; torch.index_select."""
-    from xdsl.dialects import builtin as b
-
     rng = np.random.default_rng(k * 10 + v)
-    g = Graph(f"gather_{k}_{v}_{f}")
-    (src,) = add_parameter_inputs(g, [ParamSpec("s", (v, f), UniformSeeded(0, 1))])
-    elem = b.i64 if index_type == "i64" else b.i32
-    idx = g.block.insert_arg(b.TensorType(elem, [k]), len(g.block.args))
-    g._arg_attrs.append({})
-    r = g.add_input((k, f), "r")
-    out = g.emit(frame.GatherRowsOp(src, idx))
-    loss = g.emit(frame.SumOp(g.emit(frame.MulOp(out, r))))
-    ex = compile_module(b.ModuleOp([g.finish([loss])]))
+    name, ex = _indexed_loss(f"gather_{k}_{v}_{f}", (v, f), k, index_type, (k, f),
+                             frame.GatherRowsOp)
     sv = rng.standard_normal((v, f)).astype(np.float32)
     ind = np.array([i % (v - 1) for i in range(k)],  # repeats, and row v-1 never read
                    dtype=np.int64 if index_type == "i64" else np.int32)
     rr = rng.standard_normal((k, f)).astype(np.float32)
-    got_loss, got_grad = ex(g.name + "_grad", sv, ind, rr)
+    got_loss, got_grad = ex(name + "_grad", sv, ind, rr)
     ts = torch.from_numpy(sv).double().requires_grad_()
     tloss = (ts.index_select(0, torch.from_numpy(ind.astype(np.int64)))
              * torch.from_numpy(rr).double()).sum()
