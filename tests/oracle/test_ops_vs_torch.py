@@ -12,9 +12,9 @@ The torch side runs in float64 on the very float32 values our code received, so 
 is an (almost) exact oracle and the tolerance measures our float32 rounding only.
 All cases of one op live in one module, compiled once (compiles dominate runtime).
 
-`test_mlp_gradient_vs_finite_differences` checks our gradients against central
-differences of our own compiled forward, an oracle independent of torch and of the
-VJP table.
+`test_mlp_gradient_vs_finite_differences` and `test_vjp_vs_finite_differences` (every
+smooth op's cases) check our gradients against central differences of our own
+compiled forward, an oracle independent of torch and of the VJP table.
 """
 
 from __future__ import annotations
@@ -698,3 +698,37 @@ def test_mlp_gradient_vs_finite_differences(oracle: Any) -> None:
         # Rounding of the f32 loss (~1e-7) divided by the step (2e-2): ~1e-5 absolute.
         oracle.assert_close(grad, fd, category="finite differences", rtol=1e-3, atol=1e-4,
                             what=f"gradient of parameter #{k} vs central differences")
+
+
+#: Ops whose VJPs are checked against central differences too (smooth ones: relu and
+#: max-pool have kinks, heaviside_surrogate's gradient is by design not its derivative).
+FD_GROUPS = ("conv", "avg_pool", "sigmoid", "selective_scan", "matmul", "mse_loss", "sum",
+             "broadcast", "reshape", "transpose", "mul", "sub", "scale", "neg")
+
+
+@pytest.mark.parametrize("case", [c for c in VJP_CASES if c.group in FD_GROUPS],
+                         ids=lambda c: c.id)
+def test_vjp_vs_finite_differences(case: OpCase, oracle: Any) -> None:
+    """`@c_grad`'s vector-Jacobian products against central differences of `@c` (our
+    own compiled forward, without torch and without the VJP table): h = 1e-2 on
+    float32 inputs, the step actually taken after rounding."""
+    ex = _executable(case.group)
+    args, r = _case_values(case, oracle)
+    _, *grads = ex(f"{case.name}_grad", *args, r)
+    wrt = [i for i, p in enumerate(case.params) if p]
+    assert len(grads) == len(wrt)
+    h = 1e-2
+    for i, grad in zip(wrt, grads, strict=True):
+        fd = np.zeros(args[i].shape)
+        for idx in np.ndindex(args[i].shape):
+            plus, minus = args[i].copy(), args[i].copy()
+            plus[idx] = np.float32(args[i][idx] + h)
+            minus[idx] = np.float32(args[i][idx] - h)
+            step = float(plus[idx]) - float(minus[idx])
+            lp = float(ex(case.name, *[plus if j == i else a for j, a in enumerate(args)], r)[0])
+            lm = float(ex(case.name, *[minus if j == i else a for j, a in enumerate(args)], r)[0])
+            fd[idx] = (lp - lm) / step
+        # Truncation (h^2 times a third derivative) and the f32 loss's rounding over 2h.
+        oracle.assert_close(grad, fd, category="finite differences (ops)", rtol=2e-4,
+                            atol=2e-4 * max(1.0, float(np.abs(fd).max())),
+                            what=f"{case.name}: gradient of operand #{i} vs central differences")
