@@ -29,7 +29,9 @@ def fail(pass_name: str, op: Operation | None, message: str,
     where = f" at {op_location(op, function)}" if op is not None else ""
     if op is not None and message.startswith(f"{op.name}: "):
         message = message[len(op.name) + 2:]  # the location already names the op
-    return PassFailedException(f"{pass_name}{where}: {message}")
+    error = PassFailedException(f"{pass_name}{where}: {message}")
+    error.op = op  # type: ignore[attr-defined]  # so a driver can add its source location
+    return error
 
 
 def update_function_type(fn: func.FuncOp) -> None:

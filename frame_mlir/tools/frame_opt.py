@@ -84,7 +84,7 @@ class FrameOptMain(xDSLOptMain):
             VerifyException,
         )
 
-        from frame_mlir.tools.locations import locate_failure, with_location
+        from frame_mlir.tools.locations import locate_failure, where_of, with_location
 
         passes, callback = self.pipeline.passes, self.pipeline.callback
         running: ModulePass | None = None
@@ -98,8 +98,9 @@ class FrameOptMain(xDSLOptMain):
                 running = nxt
                 nxt.apply(self.ctx, prog)
                 running, done = None, nxt
-        except PassFailedException:
-            raise  # the pass's own diagnostic names it already
+        except PassFailedException as e:
+            # The pass's own diagnostic names it; add where the op was written.
+            raise with_location(e, where_of(getattr(e, "op", None))) from None
         except VerifyException as e:
             stage = running.name if running else (f"after {done.name}" if done else None)
             raise with_location(_prefixed(e, stage), locate_failure(prog)) from None

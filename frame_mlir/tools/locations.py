@@ -11,12 +11,15 @@ whose own verifier fails, so the driver can prefix the message with `file:line:c
 from __future__ import annotations
 
 from bisect import bisect_right
+from typing import TypeVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
+
+E = TypeVar("E", bound=BaseException)
 
 
 class LocatingParser(Parser):
@@ -51,7 +54,7 @@ class LocatingParser(Parser):
         return module
 
 
-def _where(op: Operation | None) -> str | None:
+def where_of(op: Operation | None) -> str | None:
     """`file:line:col` of `op`, or of its nearest ancestor that has one."""
     while op is not None:
         loc = op.location
@@ -67,13 +70,13 @@ def locate_failure(module: ModuleOp) -> str | None:
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException:
-            return _where(op)
+            return where_of(op)
         except Exception:  # a verifier that crashes is not the one we are looking for
             continue
     return None
 
 
-def with_location(error: VerifyException, where: str | None) -> VerifyException:
+def with_location(error: E, where: str | None) -> E:
     """`error` with its message prefixed by `where` (in place: keeps its notes)."""
     if where and error.args and not str(error.args[0]).startswith(where):
         error.args = (f"{where}: {error.args[0]}", *error.args[1:])

@@ -4,7 +4,7 @@
 // RUN: not frame-opt %s -p frame-shape-inference 2>&1 | filecheck %s --check-prefix=ERR
 
 // ERR-NOT:  Traceback
-// ERR:      frame-opt: error: frame-shape-inference at @add_mismatch: frame.add: operand shapes must match (no broadcasting in v0): expected [8, 4], found [4, 8]
+// ERR:      frame-opt: error: {{.*}}frame-shape-inference.mlir:[[# @LINE + 83]]:3: frame-shape-inference at @add_mismatch: frame.add: operand shapes must match (no broadcasting in v0): expected [8, 4], found [4, 8]
 // ERR-NOT:  Traceback
 
 // Unranked results through a chain: each shape rule feeds the next op, and the
