@@ -391,6 +391,8 @@ def _reshape(lw: Lowerer, op: Operation) -> SSAValue:
     src = frame.static_shape(op.operands[0]) or ()
     typ = _result_type(op)
     dst = tuple(typ.get_shape())
+    if prod(dst) == 0:  # an empty tensor: nothing to copy (and no strides to divide by)
+        return lw.empty(typ)
     rank = len(src)
     linear: AffineExpr = AffineExpr.constant(0)
     for d, size in enumerate(src):

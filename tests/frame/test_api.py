@@ -873,3 +873,13 @@ def test_large_full_reductions_are_accurate(shape: tuple[int, ...]) -> None:
     scale = float(np.abs(p.astype(np.float64)).sum())  # a sum's error scales with sum |x|
     assert abs(mse - exact_mse) <= 2e-6 * exact_mse
     assert abs(total - exact_sum) <= 2e-6 * scale
+
+
+def test_reshape_of_an_empty_tensor() -> None:
+    # [4, 0, 1] -> [4, 0] (nn.Flatten): nothing to copy, and no stride to divide by.
+    g = frame.Graph("flat0")
+    x = g.add_graph_input([4, 0, 1], F32)
+    (y,) = frame.nn.Flatten("f").build(g, [x], [])
+    g.mark_output(y)
+    (out,) = run1(g, frame.from_numpy(np.zeros((4, 0, 1), np.float32)))
+    assert out.shape == (4, 0)
