@@ -53,6 +53,14 @@ def build_backward_graph(forward: Graph, loss_output_index: int,
                              f"(the graph has {n_in} inputs)")
     if len(set(wrt)) != len(wrt):
         raise ValueError(f"build_backward_graph: duplicate wrt input index in {wrt}")
+    for i in wrt:
+        dtype = _arg_dtype(forward, forward._inputs[i])
+        if dtype == DType.bfloat16:
+            raise NotImplementedError(f"build_backward_graph: input {i} is bfloat16; "
+                                      "bfloat16 training is not implemented yet")
+        if dtype not in (DType.float32, DType.float16):
+            raise ValueError(f"build_backward_graph: input {i} has dtype '{dtype.name}': "
+                             "gradients exist for float32 and float16 inputs only")
     loss = forward._outputs[loss_index]
     if math.prod(loss._shape) != 1:
         raise ValueError(f"build_backward_graph: the loss must be a scalar (rank 0 or one "
@@ -100,6 +108,12 @@ def _graph_from_function(forward: Graph, fn: func.FuncOp, hidden: list, n_out: i
             new.name_hint = f"const{len(g._hidden)}"
             g._hidden[new] = const
             mapping[arg] = new
+    # scatter_add's index checks follow its indices into the new graph: the backward
+    # executable must refuse out-of-range indices exactly as the forward one does.
+    sources = (*forward._inputs, *hidden)
+    carried = {src: mapping[block.args[i]] for i, src in enumerate(sources)}
+    g._index_bounds = [(carried[a], bound) for a, bound in forward._index_bounds
+                       if a in carried]
     for op in list(block.ops):
         if op is ret:
             continue

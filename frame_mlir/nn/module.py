@@ -207,7 +207,8 @@ def Flatten(name: str) -> Module:
         if shape is None or len(shape) < 1:
             raise ValueError(f"Flatten '{name}': expected an input of rank >= 1")
         flat = (shape[0], prod(shape[1:]))
-        return [g.emit(frame.ReshapeOp(inputs[0], frame.tensor_type(flat)))]
+        elem = frame.element_type(inputs[0])  # f16 stays f16
+        return [g.emit(frame.ReshapeOp(inputs[0], frame.tensor_type(flat, elem)))]
 
     return Module(name, (), (), build)
 

@@ -9,6 +9,7 @@ import frame
 
 torch = pytest.importorskip("torch")
 F32 = frame.DType.float32
+F16 = frame.DType.float16
 
 
 @pytest.mark.parametrize("dims,stride,padding,groups,bias", [
@@ -133,3 +134,43 @@ def test_scatter_add_sheet_example(index_dtype: type) -> None:
     np.testing.assert_array_equal(out.numpy(), [[1, 2], [0, 0], [110, 220], [0, 0]])
     with pytest.raises(ValueError):  # an index outside [0, V) at run time
         ex.run([rows, frame.from_numpy(np.array([2, 0, 4], dtype=index_dtype))])
+
+
+def test_scatter_add_index_check_survives_differentiation() -> None:
+    """The backward graph refuses an out-of-range index like the forward one (it used
+    to drop the check and silently lose the row)."""
+    g = frame.Graph("g")
+    u = g.add_graph_input([3, 2], F32)
+    i = g.add_graph_input([3], frame.DType.int64)
+    s = frame._core.scatter_add(g, u, i, [2, 2])
+    g.mark_output(frame.sum(g, frame.square(g, s), []))
+    back = frame.compile(frame.build_backward_graph(g, 0, [0]), "cpu")
+    uv = frame.from_numpy(np.arange(6, dtype=np.float32).reshape(3, 2))
+    for bad in ([1, 2, 0], [1, -1, 0]):
+        with pytest.raises(ValueError, match="scatter_add index out of range"):
+            back.run([uv, frame.from_numpy(np.array(bad, np.int64))])
+    loss, grad = back.run([uv, frame.from_numpy(np.array([1, 1, 0], np.int64))])
+    # rows 0 and 1 land in row 1, row 2 in row 0: d sum(s^2) / du = 2 s[index]
+    s_ref = np.array([[4.0, 5.0], [2.0, 4.0]], np.float32)
+    assert np.array_equal(grad.numpy(), 2 * s_ref[[1, 1, 0]])
+
+
+def test_flatten_keeps_float16() -> None:
+    g = frame.Graph("f16")
+    x = g.add_graph_input([2, 3, 4], F16)
+    (y,) = frame.nn.Flatten("f").build(g, [x], [])
+    g.mark_output(y)
+    a = np.arange(24, dtype=np.float16).reshape(2, 3, 4)
+    (out,) = frame.compile(g, "cpu").run([frame.from_numpy(a)])
+    assert out.dtype == F16 and np.array_equal(out.numpy(), a.reshape(2, 12))
+
+
+@pytest.mark.parametrize(("dtype", "error"), [(frame.DType.int32, ValueError),
+                                              (frame.DType.bfloat16, NotImplementedError)])
+def test_gradients_only_for_float_inputs(dtype: frame.DType, error: type) -> None:
+    g = frame.Graph("g")
+    x = g.add_graph_input([3], F32)
+    g.add_graph_input([2], dtype)
+    g.mark_output(frame.sum(g, x, []))
+    with pytest.raises(error, match="input 1"):
+        frame.build_backward_graph(g, 0, [1])
