@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import IO, TypeVar
+from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from frame_mlir.tools.version import version_text
-
-E = TypeVar("E", bound=BaseException)
 
 
 class FrameOptMain(xDSLOptMain):
@@ -103,13 +101,13 @@ class FrameOptMain(xDSLOptMain):
             raise with_location(e, where_of(getattr(e, "op", None))) from None
         except VerifyException as e:
             stage = running.name if running else (f"after {done.name}" if done else None)
-            raise with_location(_prefixed(e, stage), locate_failure(prog)) from None
+            raise with_location(with_location(e, stage), locate_failure(prog)) from None
         except DiagnosticException as e:
-            raise _prefixed(e, running.name if running else None) from None
+            raise with_location(e, running.name if running else None) from None
         except Exception as e:
             if running is None:
                 raise
-            raise _prefixed(e, f"in pass {running.name}") from None
+            raise with_location(e, f"in pass {running.name}") from None
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
@@ -117,13 +115,6 @@ class FrameOptMain(xDSLOptMain):
 
         for p in ALL_PASSES:
             self.register_pass(p.name, lambda p=p: p)
-
-
-def _prefixed(error: E, prefix: str | None) -> E:
-    """`error` with its message prefixed by `prefix` (in place: keeps type and notes)."""
-    if prefix and error.args:
-        error.args = (f"{prefix}: {error.args[0]}", *error.args[1:])
-    return error
 
 
 def main(argv: Sequence[str] | None = None) -> int:

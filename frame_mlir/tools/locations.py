@@ -77,7 +77,8 @@ def locate_failure(module: ModuleOp) -> str | None:
 
 
 def with_location(error: E, where: str | None) -> E:
-    """`error` with its message prefixed by `where` (in place: keeps its notes)."""
+    """`error` with its message prefixed by `where` (a location, or a pass name): in
+    place, so it keeps its type and notes."""
     if where and error.args and not str(error.args[0]).startswith(where):
         error.args = (f"{where}: {error.args[0]}", *error.args[1:])
     return error
