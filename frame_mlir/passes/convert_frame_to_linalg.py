@@ -205,11 +205,16 @@ def _transpose(lw: Lowerer, op: Operation) -> SSAValue:
 BLOCKED_SUM_MIN = 4096
 
 
+def _accumulate(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+    """The body of a plain sum: accumulator (the last block argument) + element."""
+    return b.insert(arith.AddfOp(a[1], a[0])).result
+
+
 def _sum_into(lw: Lowerer, inputs: Sequence[SSAValue], body: BodyFn) -> SSAValue:
     """Reduce all elements of same-shaped inputs into a 0-d f32 tensor.
 
     Up to BLOCKED_SUM_MIN elements: one accumulator, row-major order. Beyond, in two
-    levels: the row-major sequence is cut into blocks of B (a divisor of N near sqrt(N)),
+    levels: the row-major sequence is cut into blocks of B near sqrt(N) (`_block_size`),
     each block sums into its own partial, then the partials add up in order. A
     sequential f32 sum's error grows like N, a blocked one's like B + N / B: for 2e6
     squares that is ~1e-6 instead of ~1e-3 relative (docs/numerics.md).
@@ -233,7 +238,7 @@ def _sum_into(lw: Lowerer, inputs: Sequence[SSAValue], body: BodyFn) -> SSAValue
                           [flat] * len(inputs) + [identity_map(2), dims_map(2, [0])],
                           [PAR, RED], lambda b, a: body(b, [*a[:-2], a[-1]]))
     return lw.generic([partials], init, [identity_map(1), dims_map(1, [])], [RED],
-                      lambda b, a: b.insert(arith.AddfOp(a[1], a[0])).result)
+                      _accumulate)
 
 
 def _block_size(shape: Sequence[int]) -> int | None:
@@ -289,12 +294,12 @@ def _sum(lw: Lowerer, op: Operation) -> SSAValue:
     axes = op.reduced_axes(rank)
     kept = [d for d in range(rank) if d not in axes]
     if not kept:  # a full reduction: blocked when large, like the mse loss
-        total = _sum_into(lw, [op.input], lambda b, a: b.insert(arith.AddfOp(a[1], a[0])).result)
+        total = _sum_into(lw, [op.input], _accumulate)
         return _round_to(lw, total, _result_type(op))
     init = lw.filled(_accumulator_type(_result_type(op)), 0.0)
     total = lw.generic([op.input], init, [identity_map(rank), dims_map(rank, kept)],
                        [RED if d in axes else PAR for d in range(rank)],
-                       lambda b, a: b.insert(arith.AddfOp(a[1], a[0])).result)
+                       _accumulate)
     return _round_to(lw, total, _result_type(op))
 
 
