@@ -964,10 +964,16 @@ class SelectiveScanGradOp(FrameOp):
                                   f"{self.wrt.value.data}")
 
 
-def _verify_index_type(op_name: str, typ: Attribute) -> None:
-    """Row indices (scatter_add, gather_rows) are i32 or i64 tensors."""
-    if getattr(typ, "element_type", None) not in (i32, i64):
-        raise VerifyException(f"{op_name}: indices must be i32 or i64, found {typ}")
+def _verify_rows_types(op_name: str, what: str, rows: Attribute, out: Attribute,
+                       indices: Attribute) -> None:
+    """The row ops (scatter_add, gather_rows): float rows of the result's element type,
+    indexed by i32 or i64 tensors."""
+    elem = getattr(out, "element_type", None)
+    if getattr(rows, "element_type", None) != elem or not isinstance(elem, FLOAT_TYPES):
+        raise VerifyException(f"{op_name}: {what} and result must share a float element "
+                              f"type, found {rows} and {out}")
+    if getattr(indices, "element_type", None) not in (i32, i64):
+        raise VerifyException(f"{op_name}: indices must be i32 or i64, found {indices}")
 
 
 @irdl_op_definition
@@ -990,12 +996,8 @@ class ScatterAddOp(FrameOp):
 
     def verify_(self) -> None:
         self.verify_dims()
-        upd, idx, out = self.updates.type, self.indices.type, self.result.type
-        if getattr(upd, "element_type", None) != getattr(out, "element_type", None) or \
-                not isinstance(getattr(out, "element_type", None), FLOAT_TYPES):
-            raise VerifyException(f"frame.scatter_add: updates and result must share a float "
-                                  f"element type, found {upd} and {out}")
-        _verify_index_type("frame.scatter_add", idx)
+        _verify_rows_types(self.name, "updates", self.updates.type, self.result.type,
+                           self.indices.type)
         try:
             self.infer_shape([static_shape(v) or () for v in self.operands])
         except ShapeError as err:
@@ -1035,12 +1037,8 @@ class GatherRowsOp(FrameOp):
 
     def verify_(self) -> None:
         self.verify_dims()
-        src, out = self.source.type, self.result.type
-        if getattr(src, "element_type", None) != getattr(out, "element_type", None) or \
-                not isinstance(getattr(out, "element_type", None), FLOAT_TYPES):
-            raise VerifyException(f"frame.gather_rows: source and result must share a float "
-                                  f"element type, found {src} and {out}")
-        _verify_index_type("frame.gather_rows", self.indices.type)
+        _verify_rows_types(self.name, "source", self.source.type, self.result.type,
+                           self.indices.type)
         shapes = [static_shape(v) for v in self.operands]
         target = static_shape(self.result)
         if any(sh is None for sh in shapes) or target is None:
@@ -1049,7 +1047,7 @@ class GatherRowsOp(FrameOp):
         if expected != target:
             raise VerifyException(f"frame.gather_rows: result type expected "
                                   f"{tensor_type(expected, element_type(self.result))}, "
-                                  f"found {out}")
+                                  f"found {self.result.type}")
 
     def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
         src, idx = shapes
