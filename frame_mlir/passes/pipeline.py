@@ -52,6 +52,20 @@ def make_context() -> Context:
 
 
 @dataclass(frozen=True)
+class CompileOptions:
+    """Target choices of one compile: the code generator's knobs, fixed per module.
+
+    `threads` is how many threads the step's kernels are split over (results are
+    bit-identical for every count); `f32_lanes` the vector width of generated kernels
+    (None: the host's widest, see `frame_mlir.backend.host`). Part of a compiled
+    object's identity (the compile cache keys on it).
+    """
+
+    threads: int = 1
+    f32_lanes: int | None = None
+
+
+@dataclass(frozen=True)
 class Stage:
     """A named point of the pipeline and the passes that lead to it."""
 
@@ -60,12 +74,13 @@ class Stage:
     description: str
 
 
-def stages(lr: float | None) -> list[Stage]:
+def stages(lr: float | None, options: CompileOptions | None = None) -> list[Stage]:
     """The pipeline as named stages in order.
 
     With `lr=None` no SGD is fused: `@f_grad` stays a function returning the loss
     and the gradients (what gradient checks and the Python API compile).
     """
+    options = options or CompileOptions()
     sgd: tuple[ModulePass, ...] = (FrameSgdFuse(lr=lr),) if lr is not None else ()
     return [
         Stage("frame", (FrameShapeInference(),), "frame IR with static shapes"),
@@ -111,7 +126,8 @@ def run_passes(ctx: Context, module: ModuleOp, passes: Sequence[ModulePass],
 def run_pipeline(module: ModuleOp, lr: float | None, *, stop_after: str | None = None,
                  start_after: str | None = None,
                  after_pass: Callable[[ModulePass, ModuleOp], None] | None = None,
-                 ctx: Context | None = None) -> ModuleOp:
+                 ctx: Context | None = None, options: CompileOptions | None = None
+                 ) -> ModuleOp:
     """Run the stages on `module` in place, from after `start_after` (default: the
     beginning) up to and including `stop_after` (default: the end)."""
     for name in (stop_after, start_after):
@@ -120,7 +136,7 @@ def run_pipeline(module: ModuleOp, lr: float | None, *, stop_after: str | None =
                              f"{', '.join(STAGE_NAMES)})")
     ctx = ctx or make_context()
     started = start_after is None
-    for stage in stages(lr):
+    for stage in stages(lr, options):
         if started:
             run_passes(ctx, module, stage.passes, after_pass)
         if stage.name == start_after:

@@ -23,7 +23,7 @@ from xdsl.passes import ModulePass
 
 from frame_mlir.backend.llvm.jit import JitModule, jit_compile
 from frame_mlir.backend.llvm.translate import to_llvm_text
-from frame_mlir.passes.pipeline import run_pipeline
+from frame_mlir.passes.pipeline import CompileOptions, run_pipeline
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,8 @@ def signatures(module: ModuleOp) -> dict[str, FunctionSignature]:
     for fn in module.ops:
         if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
             continue
+        if fn.sym_visibility is not None and fn.sym_visibility.data == "private":
+            continue  # kernels and their helpers: not part of the ABI
         block = fn.body.blocks[0]
         attrs = fn.arg_attrs.data if fn.arg_attrs is not None else [None] * len(block.args)
         args: list[ArgInfo] = []
@@ -169,13 +171,13 @@ class Executable:
 
 
 def compile_module(module: ModuleOp, *, lr: float | None = None, opt_level: int = 3,
-                   after_pass: Callable[[ModulePass, ModuleOp], None] | None = None
-                   ) -> Executable:
+                   after_pass: Callable[[ModulePass, ModuleOp], None] | None = None,
+                   options: CompileOptions | None = None) -> Executable:
     """Run the shared pipeline on a frame module (in place) and JIT-compile it.
 
     `lr` fuses SGD into `@f_train_step`; without it `@f_grad` returns gradients.
     """
-    run_pipeline(module, lr, stop_after="bufferized", after_pass=after_pass)
-    sigs = signatures(module)
-    run_pipeline(module, lr, start_after="bufferized", after_pass=after_pass)
+    run_pipeline(module, lr, stop_after="loops", after_pass=after_pass, options=options)
+    sigs = signatures(module)  # after `loops`: kernels may add scratch to the arena
+    run_pipeline(module, lr, start_after="loops", after_pass=after_pass, options=options)
     return Executable(module, sigs, opt_level=opt_level)

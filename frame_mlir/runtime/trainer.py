@@ -18,6 +18,7 @@ from xdsl.passes import ModulePass
 
 from frame_mlir.frontend.lower_spec import LoweredModel, lower_spec
 from frame_mlir.frontend.spec import ModelSpec
+from frame_mlir.passes.pipeline import CompileOptions
 from frame_mlir.runtime.executable import FunctionSignature, aligned_empty, compile_module
 from frame_mlir.runtime.random import InitialValues, generate_initial_values
 
@@ -40,13 +41,15 @@ class CompiledSpec:
     """A spec compiled to native code: the forward function and the train step."""
 
     def __init__(self, spec: ModelSpec, *, opt_level: int = 3,
-                 after_pass: Callable[[ModulePass, ModuleOp], None] | None = None):
+                 after_pass: Callable[[ModulePass, ModuleOp], None] | None = None,
+                 options: CompileOptions | None = None):
         t0 = time.perf_counter()
         self.spec = spec
         self.lowered: LoweredModel = lower_spec(spec)
         module: ModuleOp = self.lowered.module
         self.executable = compile_module(module, lr=spec.optimizer.learning_rate,
-                                         opt_level=opt_level, after_pass=after_pass)
+                                         opt_level=opt_level, after_pass=after_pass,
+                                         options=options)
         self.compile_seconds = time.perf_counter() - t0
         name = self.lowered.function
         predict = self.lowered.predict_function
