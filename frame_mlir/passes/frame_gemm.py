@@ -1,0 +1,752 @@
+"""frame-gemm: contraction kernels as packed, cache-blocked GEMMs with a vector micro-kernel.
+
+Expects: outlined kernels (`frame-outline-kernels`): a private `func.func` whose body is
+one `linalg.generic` on f32 memrefs (plus constants) computing a contraction
+
+    C[out(d)] = fma(A[a(d)], B[b(d)], C[out(d)])      summed over the reduction dims,
+
+where the output map is a projection of the loop dims and the input maps are affine
+(no floordiv/mod). Matmuls in all their layouts (`X·W`, `Xᵀ·dY`, `dY·Wᵀ`) and the
+im2col forms of convolution (`convert-frame-to-linalg`) have this shape. The kernel
+must be called from functions that own an arena (`frame.arena`).
+
+Does: classifies every loop dim by the operands that use it -- rows (M: used by C and
+one input, "A"), columns (N: used by C and the other input, "B"), reduction (K: used by
+A and B) -- and collapses each class to one index, peeling leading dims into outer
+loops until the collapsed index addresses every operand with a single stride. Then
+BLIS-style, for each task of a `frame.parallel` loop over column ranges:
+
+    for outer dims:  for jc in N step NC:  for pc in K step KC:
+      pack B[pc:pc+kc, jc:jc+nc] into NR-wide panels  (zero-padded)
+      for ic in M step MC:
+        pack A[ic:ic+mc, pc:pc+kc] into MR-tall panels (zero-padded)
+        for each MR x NR tile:  acc = C tile; for k < kc: acc += a(k) * b(k); C tile = acc
+
+The micro-kernel keeps MR x NR/L accumulators in `vector<Lxf32>` registers across the
+k loop (one `vector.fma` per accumulator and k, B read as NR/L vector loads, A as MR
+broadcasts). Tiles on the edges of C go through a zero-padded scratch tile. The packed
+panels and the edge tile live in scratch that the pass appends to each calling
+function's arena (one slot per task), passed to the kernel as a new last argument.
+
+Options: `lanes` (L: f32 lanes of the widest vector register), `acc` (vector registers
+for accumulators), `l1`/`l2` (cache bytes, for the block sizes), `threads` (tasks),
+`min_flops` (smaller contractions stay with the plain loops). The pipeline sets them
+from the host (`frame_mlir.backend.host`); lit tests set them explicitly.
+
+Guarantees: every element of C is accumulated in the same order as the plain loops
+(k ascending, accumulators loaded from C at each k block, one fma per step), so results
+are bit-identical to the untiled kernel whatever the block sizes, vector width or task
+count. Other kernels are left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from math import prod
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func, math, memref, scf, vector
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    UnitAttr,
+    VectorType,
+    f32,
+    i8,
+    i64,
+)
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+ALIGN = 64
+PARALLEL_ATTR = "frame.parallel"
+
+Index = int | SSAValue
+
+
+# --- analysis -------------------------------------------------------------------------
+
+
+def _linear(expr: AffineExpr) -> tuple[dict[int, int], int] | None:
+    """`expr` as (dim -> coefficient, constant), or None if it is not linear."""
+    if isinstance(expr, AffineDimExpr):
+        return {expr.position: 1}, 0
+    if isinstance(expr, AffineConstantExpr):
+        return {}, expr.value
+    if isinstance(expr, AffineBinaryOpExpr):
+        lhs, rhs = _linear(expr.lhs), _linear(expr.rhs)
+        if lhs is None or rhs is None:
+            return None
+        if expr.kind == AffineBinaryOpKind.Add:
+            coef = dict(lhs[0])
+            for d, c in rhs[0].items():
+                coef[d] = coef.get(d, 0) + c
+            return coef, lhs[1] + rhs[1]
+        if expr.kind == AffineBinaryOpKind.Mul:
+            if not rhs[0]:
+                return {d: c * rhs[1] for d, c in lhs[0].items()}, lhs[1] * rhs[1]
+            if not lhs[0]:
+                return {d: c * lhs[1] for d, c in rhs[0].items()}, lhs[1] * rhs[1]
+    return None
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return out[::-1]
+
+
+@dataclass
+class _Operand:
+    """An operand's flat offset as a linear function of the loop dims."""
+
+    coef: dict[int, int]
+    const: int
+
+    def stride(self, group: Sequence[int], sizes: Sequence[int]) -> int | None:
+        """The single stride with which `group` (outer to inner) addresses this operand
+        when collapsed, or None if no single stride does."""
+        if not group:
+            return 0
+        s = self.coef.get(group[-1], 0)
+        expect = s
+        for d in reversed(group):
+            if self.coef.get(d, 0) != expect:
+                return None
+            expect *= sizes[d]
+        return s
+
+
+def _offsets(m: AffineMap, shape: Sequence[int]) -> _Operand | None:
+    coef: dict[int, int] = {}
+    const = 0
+    for e, st in zip(m.results, _strides(shape), strict=True):
+        lin = _linear(e)
+        if lin is None:
+            return None
+        for d, c in lin[0].items():
+            coef[d] = coef.get(d, 0) + c * st
+        const += lin[1] * st
+    return _Operand({d: c for d, c in coef.items() if c}, const)
+
+
+@dataclass
+class Contraction:
+    """A kernel's contraction, in GEMM terms (see the module docstring)."""
+
+    sizes: tuple[int, ...]  # every loop dim's trip count
+    outer: list[int]  # dims iterated outside the GEMM, in loop order
+    rows: list[int]  # M dims, outer to inner
+    cols: list[int]  # N dims
+    red: list[int]  # K dims
+    a: _Operand  # the rows operand
+    b: _Operand  # the columns operand
+    c: _Operand
+    a_value: SSAValue
+    b_value: SSAValue
+    c_value: SSAValue
+
+    @property
+    def m(self) -> int:
+        return prod(self.sizes[d] for d in self.rows)
+
+    @property
+    def n(self) -> int:
+        return prod(self.sizes[d] for d in self.cols)
+
+    @property
+    def k(self) -> int:
+        return prod(self.sizes[d] for d in self.red)
+
+
+def analyze(op: linalg.GenericOp) -> Contraction | None:
+    """The GEMM form of `op`, or None if it is not a contraction this pass handles."""
+    if len(op.inputs) != 2 or len(op.outputs) != 1:
+        return None
+    vals = [*op.inputs, *op.outputs]
+    if not all(isinstance(v.type, MemRefType) and v.type.element_type == f32 for v in vals):
+        return None
+    body = list(op.body.block.ops)
+    args = op.body.block.args
+    if len(body) != 2 or not isinstance(body[0], math.FmaOp) or \
+            not isinstance(body[1], linalg.YieldOp):
+        return None
+    fma = body[0]
+    if fma.c != args[2] or {fma.a, fma.b} != {args[0], args[1]} or \
+            list(body[1].operands) != [fma.result]:
+        return None
+    sizes = tuple(op.get_static_loop_ranges())
+    maps = [m.data for m in op.indexing_maps.data]
+    shapes = [tuple(v.type.get_shape()) for v in vals]  # type: ignore[attr-defined]
+    ops_ = [_offsets(m, s) for m, s in zip(maps, shapes, strict=True)]
+    if any(o is None for o in ops_):
+        return None
+    a, b, c = ops_
+    assert a is not None and b is not None and c is not None
+    out_dims = []
+    for e in maps[2].results:
+        if not isinstance(e, AffineDimExpr):
+            return None
+        out_dims.append(e.position)
+    if len(set(out_dims)) != len(out_dims):
+        return None
+    its = [str(i.data) for i in op.iterator_types.data]
+    kind: dict[int, str] = {}
+    for d in range(len(sizes)):
+        ua, ub = d in a.coef, d in b.coef
+        if d in out_dims:
+            if its[d] != "parallel":
+                return None
+            kind[d] = "both" if ua and ub else "a" if ua else "b" if ub else "none"
+            if kind[d] == "none":
+                return None
+        else:
+            if its[d] != "reduction" or not (ua and ub):
+                return None
+            kind[d] = "k"
+    # Columns: the trailing output dims used by one input; rows: the run before them
+    # used by the other. C is then [outer..., rows, cols] contiguous.
+    last = kind[out_dims[-1]]
+    if last not in ("a", "b"):
+        return None
+    pos = len(out_dims)
+    while pos > 0 and kind[out_dims[pos - 1]] == last:
+        pos -= 1
+    cols = out_dims[pos:]
+    other = "b" if last == "a" else "a"
+    end = pos
+    while pos > 0 and kind[out_dims[pos - 1]] == other:
+        pos -= 1
+    rows = out_dims[pos:end]
+    outer = out_dims[:pos]
+    red = [d for d in range(len(sizes)) if kind[d] == "k"]
+    row_op, col_op = (b, a) if last == "a" else (a, b)
+    row_val, col_val = (vals[1], vals[0]) if last == "a" else (vals[0], vals[1])
+    if not cols or not red:
+        return None
+    # C is [outer..., rows, cols] in that order, so both collapse with one stride each;
+    # the inputs may need offset tables (see `_Addr`). Offsets must fit in int32.
+    if any(prod(v.type.get_shape()) >= 2**31 for v in vals):  # type: ignore[attr-defined]
+        return None
+    return Contraction(sizes, outer, rows, cols, red, row_op, col_op, c,
+                       row_val, col_val, vals[2])
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """Register tile (MR x NR, NR = nv * lanes) and cache blocks (MC, NC, KC)."""
+
+    lanes: int
+    mr: int
+    nv: int
+    mc: int
+    nc: int
+    kc: int
+
+    @property
+    def nr(self) -> int:
+        return self.nv * self.lanes
+
+
+def choose_blocking(m: int, n: int, k: int, *, lanes: int, acc: int, l1: int,
+                    l2: int) -> Blocking:
+    """Block sizes for an m x n x k GEMM on a core with `acc` accumulator registers of
+    `lanes` f32 and the given L1/L2 bytes.
+
+    The A micro-panel (MR x KC) stays in L1 across a row of tiles; the packed B block
+    (KC x NC) stays in L2 across the row panels of A.
+    """
+    nv = max(1, min(4 if acc >= 24 else 2, -(-n // lanes)))
+    mr = max(1, min(acc // nv, 16, m))
+    kc = min(k, max(64, min(512, l1 // (8 * mr)) // 8 * 8))
+    nr = nv * lanes
+    nc = max(nr, (l2 // (8 * kc)) // nr * nr)
+    nc = min(nc, -(-n // nr) * nr)
+    mc = max(mr, (l2 // (8 * kc)) // mr * mr)
+    mc = min(mc, -(-m // mr) * mr)
+    return Blocking(lanes, mr, nv, mc, nc, kc)
+
+
+# --- IR building ----------------------------------------------------------------------
+
+
+class _Ir:
+    """Index arithmetic with Python ints folded, and loops, at one insertion point."""
+
+    def __init__(self, b: Builder):
+        self.b = b
+
+    def ins(self, op: Operation) -> Operation:
+        return self.b.insert(op)
+
+    def idx(self, v: Index) -> SSAValue:
+        if isinstance(v, int):
+            return self.ins(arith.ConstantOp(IntegerAttr(v, IndexType()))).results[0]
+        return v
+
+    def add(self, *vs: Index) -> Index:
+        const = sum(v for v in vs if isinstance(v, int))
+        dyn = [v for v in vs if not isinstance(v, int)]
+        if not dyn:
+            return const
+        acc = dyn[0]
+        for v in dyn[1:]:
+            acc = self.ins(arith.AddiOp(acc, v)).results[0]
+        if const:
+            acc = self.ins(arith.AddiOp(acc, self.idx(const))).results[0]
+        return acc
+
+    def mul(self, x: Index, c: int) -> Index:
+        if isinstance(x, int):
+            return x * c
+        if c == 0:
+            return 0
+        if c == 1:
+            return x
+        return self.ins(arith.MuliOp(x, self.idx(c))).results[0]
+
+    def sub(self, x: Index, y: Index) -> Index:
+        if isinstance(x, int) and isinstance(y, int):
+            return x - y
+        if isinstance(y, int) and y == 0:
+            return x
+        return self.ins(arith.SubiOp(self.idx(x), self.idx(y))).results[0]
+
+    def min(self, x: Index, y: Index) -> Index:
+        if isinstance(x, int) and isinstance(y, int):
+            return min(x, y)
+        return self.ins(arith.MinSIOp(self.idx(x), self.idx(y))).results[0]
+
+    def lt(self, x: Index, y: Index) -> SSAValue:
+        return self.ins(arith.CmpiOp(self.idx(x), self.idx(y), "slt")).results[0]
+
+    def le(self, x: Index, y: Index) -> SSAValue:
+        return self.ins(arith.CmpiOp(self.idx(x), self.idx(y), "sle")).results[0]
+
+    def load(self, mem: SSAValue, i: Index) -> SSAValue:
+        return self.ins(memref.LoadOp.get(mem, [self.idx(i)])).results[0]
+
+    def store(self, v: SSAValue, mem: SSAValue, i: Index) -> None:
+        self.ins(memref.StoreOp.get(v, mem, [self.idx(i)]))
+
+    def for_(self, lb: Index, ub: Index, step: int,
+             body: Callable[[_Ir, SSAValue, Sequence[SSAValue]], Sequence[SSAValue] | None],
+             iter_args: Sequence[SSAValue] = (), attrs: dict[str, Attribute] | None = None
+             ) -> list[SSAValue]:
+        block = Block(arg_types=[IndexType(), *(v.type for v in iter_args)])
+        inner = _Ir(Builder(InsertPoint.at_end(block)))
+        yielded = body(inner, block.args[0], block.args[1:]) or []
+        inner.ins(scf.YieldOp(*yielded))
+        loop = scf.ForOp(self.idx(lb), self.idx(ub), self.idx(step), list(iter_args), block)
+        if attrs:
+            loop.attributes.update(attrs)
+        self.ins(loop)
+        return list(loop.results)
+
+    def if_(self, cond: SSAValue, then: Callable[[_Ir], None],
+            other: Callable[[_Ir], None]) -> None:
+        regions = []
+        for fill in (then, other):
+            block = Block()
+            inner = _Ir(Builder(InsertPoint.at_end(block)))
+            fill(inner)
+            inner.ins(scf.YieldOp())
+            regions.append(Region(block))
+        self.ins(scf.IfOp(cond, [], regions[0], regions[1]))
+
+
+def _collapse(ir: _Ir, value: SSAValue) -> SSAValue:
+    typ = value.type
+    assert isinstance(typ, MemRefType)
+    shape = typ.get_shape()
+    if len(shape) == 1:
+        return value
+    flat = MemRefType(typ.element_type, [prod(shape)])
+    assoc = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in range(len(shape))])])
+    op = memref.CollapseShapeOp.build(operands=[value], result_types=[flat],
+                                      properties={"reassociation": assoc})
+    return ir.ins(op).results[0]
+
+
+@dataclass
+class _Scratch:
+    """Layout of one task's scratch slot: packed A, packed B, the edge tile (f32), then
+    the offset tables (i32)."""
+
+    a_floats: int
+    b_floats: int
+    tile_floats: int
+    table_ints: int = 0
+
+    @property
+    def slot_bytes(self) -> int:
+        n = 4 * (self.a_floats + self.b_floats + self.tile_floats + self.table_ints)
+        return -(-n // ALIGN) * ALIGN
+
+
+def _tables(g: Contraction) -> list[tuple[_Operand, list[int]]]:
+    """The (operand, group) pairs whose collapsed index needs an offset table: groups
+    that no single stride addresses (a convolution's window `oh * s + kh`, a batch dim
+    between others), in the order their tables are laid out."""
+    out = []
+    for opnd, groups in ((g.a, (g.rows, g.red)), (g.b, (g.cols, g.red))):
+        for grp in groups:
+            if opnd.stride(grp, g.sizes) is None:
+                out.append((opnd, grp))
+    return out
+
+
+class _Addr:
+    """Offset of a collapsed group index in one operand: `v * stride`, or a table load."""
+
+    def __init__(self, stride: int | None = None, table: SSAValue | None = None):
+        self.stride, self.table = stride, table
+
+    def at(self, ir: _Ir, v: Index) -> Index:
+        if self.table is None:
+            assert self.stride is not None
+            return ir.mul(v, self.stride)
+        loaded = ir.load(self.table, v)
+        return ir.ins(arith.IndexCastOp(loaded, IndexType())).results[0]
+
+
+@dataclass
+class _Task:
+    """What one task's GEMM works with: its column range [lo, hi), its scratch views
+    and how each operand's collapsed indices are addressed."""
+
+    lo: Index
+    hi: Index
+    ap: SSAValue
+    bp: SSAValue
+    tile: SSAValue
+    am: _Addr
+    ak: _Addr
+    bn: _Addr
+    bk: _Addr
+
+
+def _fill_table(ir: _Ir, table: SSAValue, opnd: _Operand, group: Sequence[int],
+                sizes: Sequence[int]) -> None:
+    """table[v] = offset in `opnd` of the group's dims decoded from v (row-major)."""
+    def body(ir: _Ir, v: SSAValue, _: Sequence[SSAValue]) -> None:
+        rest: Index = v
+        total: Index = 0
+        for d in reversed(group):
+            if d == group[0]:
+                digit = rest
+            else:
+                size = ir.idx(sizes[d])
+                digit = ir.ins(arith.RemUIOp(ir.idx(rest), size)).results[0]
+                rest = ir.ins(arith.DivUIOp(ir.idx(rest), size)).results[0]
+            total = ir.add(total, ir.mul(digit, opnd.coef.get(d, 0)))
+        cast = ir.ins(arith.IndexCastOp(ir.idx(total), builtin.i32)).results[0]
+        ir.store(cast, table, v)
+    ir.for_(0, prod(sizes[d] for d in group), 1, body)
+
+
+def _offset(ir: _Ir, opnd: _Operand, outer: dict[int, SSAValue]) -> Index:
+    return ir.add(opnd.const, *(ir.mul(iv, opnd.coef.get(d, 0)) for d, iv in outer.items()))
+
+
+def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
+               scratch: _Scratch) -> None:
+    """Insert the blocked GEMM for `g` at `ir`."""
+    lanes, mr, nr = blk.lanes, blk.mr, blk.nr
+    vt = VectorType(f32, [lanes])
+    m, n, k = g.m, g.n, g.k
+    tables = _tables(g)
+    a_flat, b_flat, c_flat = (_collapse(ir, v) for v in (g.a_value, g.b_value, g.c_value))
+    zero = ir.ins(arith.ConstantOp(builtin.FloatAttr(0.0, f32))).results[0]
+    panels = -(-n // nr)
+    per_task = -(-panels // tasks)
+    tasks = -(-panels // per_task)
+
+    def task(ir: _Ir, t: SSAValue, _: Sequence[SSAValue]) -> None:
+        base = ir.mul(t, scratch.slot_bytes)
+
+        def view(offset_floats: int, count: int) -> SSAValue:
+            typ = MemRefType(f32, [count])
+            return ir.ins(memref.ViewOp(ws, ir.idx(ir.add(base, 4 * offset_floats)), [],
+                                        typ)).results[0]
+        ap = view(0, scratch.a_floats)
+        bp = view(scratch.a_floats, scratch.b_floats)
+        tile = view(scratch.a_floats + scratch.b_floats, scratch.tile_floats)
+        addr: dict[tuple[int, int], _Addr] = {}
+        at_int = scratch.a_floats + scratch.b_floats + scratch.tile_floats
+        for opnd, grp in tables:
+            count = prod(g.sizes[d] for d in grp)
+            typ = MemRefType(builtin.i32, [count])
+            tbl = ir.ins(memref.ViewOp(ws, ir.idx(ir.add(base, 4 * at_int)), [], typ)
+                         ).results[0]
+            _fill_table(ir, tbl, opnd, grp, g.sizes)
+            addr[(id(opnd), id(grp))] = _Addr(table=tbl)
+            at_int += count
+        for opnd, grp in ((g.a, g.rows), (g.a, g.red), (g.b, g.cols), (g.b, g.red)):
+            if (id(opnd), id(grp)) not in addr:
+                addr[(id(opnd), id(grp))] = _Addr(stride=opnd.stride(grp, g.sizes))
+        am, ak = addr[(id(g.a), id(g.rows))], addr[(id(g.a), id(g.red))]
+        bn, bk = addr[(id(g.b), id(g.cols))], addr[(id(g.b), id(g.red))]
+        lo = ir.mul(t, per_task * nr)
+        hi = ir.min(ir.add(lo, per_task * nr), n)
+        outer_loops(ir, list(g.outer), {}, _Task(lo, hi, ap, bp, tile, am, ak, bn, bk))
+
+    def outer_loops(ir: _Ir, dims: list[int], ivs: dict[int, SSAValue], st: _Task) -> None:
+        if dims:
+            d = dims[0]
+            ir.for_(0, g.sizes[d], 1, lambda i2, iv, _: outer_loops(
+                i2, dims[1:], {**ivs, d: iv}, st))
+            return
+        gemm(ir, ivs, st)
+
+    def gemm(ir: _Ir, ivs: dict[int, SSAValue], st: _Task) -> None:
+        a0, b0, c0 = (_offset(ir, o, ivs) for o in (g.a, g.b, g.c))
+        lo, hi, ap, bp, tile = st.lo, st.hi, st.ap, st.bp, st.tile
+        am, ak, bn, bk = st.am, st.ak, st.bn, st.bk
+
+        def jc_body(ir: _Ir, jc: SSAValue, _: Sequence[SSAValue]) -> None:
+            nc = ir.min(blk.nc, ir.sub(hi, jc))
+
+            def pc_body(ir: _Ir, pc: SSAValue, _: Sequence[SSAValue]) -> None:
+                kc = ir.min(blk.kc, ir.sub(k, pc))
+                pack_b(ir, jc, nc, pc, kc)
+
+                def ic_body(ir: _Ir, ic: SSAValue, _: Sequence[SSAValue]) -> None:
+                    mc = ir.min(blk.mc, ir.sub(m, ic))
+                    pack_a(ir, ic, mc, pc, kc)
+                    ir.for_(0, mc, mr, lambda ir, ip, _: ir.for_(
+                        0, nc, nr, lambda ir, jp, _: tile_at(ir, ic, ip, jc, jp, kc)))
+                ir.for_(0, m, blk.mc, ic_body)
+            ir.for_(0, k, blk.kc, pc_body)
+
+        def pack_b(ir: _Ir, jc: SSAValue, nc: Index, pc: SSAValue, kc: Index) -> None:
+            last = ir.sub(hi, 1)
+
+            def panel(ir: _Ir, jp: SSAValue, _: Sequence[SSAValue]) -> None:
+                dst0 = ir.mul(jp, blk.kc)  # panel jp / NR starts at (jp / NR) * KC * NR
+
+                def row(ir: _Ir, kk: SSAValue, _: Sequence[SSAValue]) -> None:
+                    src_k = ir.add(b0, bk.at(ir, ir.add(pc, kk)))
+                    dst_k = ir.add(dst0, ir.mul(kk, nr))
+
+                    def col(ir: _Ir, cc: SSAValue, _: Sequence[SSAValue]) -> None:
+                        j = ir.add(jc, jp, cc)
+                        v = ir.load(b_flat, ir.add(src_k, bn.at(ir, ir.min(j, last))))
+                        v = ir.ins(arith.SelectOp(ir.lt(j, hi), v, zero)).results[0]
+                        ir.store(v, bp, ir.add(dst_k, cc))
+                    ir.for_(0, nr, 1, col)
+                ir.for_(0, kc, 1, row)
+            ir.for_(0, nc, nr, panel)
+
+        def pack_a(ir: _Ir, ic: SSAValue, mc: Index, pc: SSAValue, kc: Index) -> None:
+            def panel(ir: _Ir, ip: SSAValue, _: Sequence[SSAValue]) -> None:
+                dst0 = ir.mul(ip, blk.kc)  # panel ip / MR starts at (ip / MR) * KC * MR
+
+                def row(ir: _Ir, kk: SSAValue, _: Sequence[SSAValue]) -> None:
+                    src_k = ir.add(a0, ak.at(ir, ir.add(pc, kk)))
+                    dst_k = ir.add(dst0, ir.mul(kk, mr))
+
+                    def r_(ir: _Ir, r: SSAValue, _: Sequence[SSAValue]) -> None:
+                        i = ir.add(ic, ip, r)
+                        v = ir.load(a_flat, ir.add(src_k, am.at(ir, ir.min(i, m - 1))))
+                        v = ir.ins(arith.SelectOp(ir.lt(i, m), v, zero)).results[0]
+                        ir.store(v, ap, ir.add(dst_k, r))
+                    ir.for_(0, mr, 1, r_)
+                ir.for_(0, kc, 1, row)
+            ir.for_(0, mc, mr, panel)
+
+        def tile_at(ir: _Ir, ic: SSAValue, ip: SSAValue, jc: SSAValue, jp: SSAValue,
+                    kc: Index) -> None:
+            i0 = ir.add(ic, ip)
+            j0 = ir.add(jc, jp)
+            pa = ir.mul(ip, blk.kc)
+            pb = ir.mul(jp, blk.kc)
+            full_rows = ir.le(ir.add(i0, mr), m)
+            full_cols = ir.le(ir.add(j0, nr), hi)
+            full = ir.ins(arith.AndIOp(full_rows, full_cols)).results[0]
+            c_at = ir.add(c0, ir.mul(i0, n), j0)
+
+            def direct(ir: _Ir) -> None:
+                micro(ir, c_flat, c_at, n, pa, pb, kc)
+
+            def edge(ir: _Ir) -> None:
+                # Copy the valid part of the C tile to a zero-padded MR x NR scratch tile,
+                # run the same micro-kernel on it, copy the valid part back.
+                def copy(back: bool) -> Callable[[_Ir, SSAValue, Sequence[SSAValue]], None]:
+                    def rbody(ir: _Ir, r: SSAValue, _: Sequence[SSAValue]) -> None:
+                        def cbody(ir: _Ir, cc: SSAValue, _: Sequence[SSAValue]) -> None:
+                            i, j = ir.add(i0, r), ir.add(j0, cc)
+                            ok = ir.ins(arith.AndIOp(ir.lt(i, m), ir.lt(j, hi))).results[0]
+                            t_at = ir.add(ir.mul(r, nr), cc)
+                            c_idx = ir.add(c0, ir.mul(ir.min(i, m - 1), n),
+                                           ir.min(j, ir.sub(hi, 1)))
+                            if back:
+                                ir.if_(ok, lambda ir: ir.store(ir.load(tile, t_at), c_flat,
+                                                               c_idx), lambda ir: None)
+                            else:
+                                v = ir.load(c_flat, c_idx)
+                                v = ir.ins(arith.SelectOp(ok, v, zero)).results[0]
+                                ir.store(v, tile, t_at)
+                        ir.for_(0, nr, 1, cbody)
+                    return rbody
+                ir.for_(0, mr, 1, copy(False))
+                micro(ir, tile, 0, nr, pa, pb, kc)
+                ir.for_(0, mr, 1, copy(True))
+            ir.if_(full, direct, edge)
+
+        def micro(ir: _Ir, cm: SSAValue, c_at: Index, ldc: int, pa: Index, pb: Index,
+                  kc: Index) -> None:
+            at = [[ir.idx(ir.add(c_at, r * ldc + v * lanes)) for v in range(blk.nv)]
+                  for r in range(mr)]
+            accs = [ir.ins(vector.LoadOp(cm, [at[r][v]], vt)).results[0]
+                    for r in range(mr) for v in range(blk.nv)]
+
+            def kbody(ir: _Ir, kk: SSAValue, acc: Sequence[SSAValue]) -> list[SSAValue]:
+                b_at = ir.add(pb, ir.mul(kk, nr))
+                bs = [ir.ins(vector.LoadOp(bp, [ir.idx(ir.add(b_at, v * lanes))], vt)
+                             ).results[0] for v in range(blk.nv)]
+                a_at = ir.add(pa, ir.mul(kk, mr))
+                out = []
+                for r in range(mr):
+                    av = ir.ins(vector.BroadcastOp(ir.load(ap, ir.add(a_at, r)), vt)).results[0]
+                    for v in range(blk.nv):
+                        out.append(ir.ins(vector.FMAOp(av, bs[v], acc[r * blk.nv + v])
+                                          ).results[0])
+                return out
+            res = ir.for_(0, kc, 1, kbody, accs)
+            for r in range(mr):
+                for v in range(blk.nv):
+                    ir.ins(vector.StoreOp(res[r * blk.nv + v], cm, [at[r][v]]))
+
+        ir.for_(lo, hi, blk.nc, jc_body)
+
+    attrs = {PARALLEL_ATTR: UnitAttr()} if tasks > 1 else None
+    ir.for_(0, tasks, 1, task, attrs=attrs)
+
+
+# --- the pass -------------------------------------------------------------------------
+
+
+def _kernel_generic(fn: func.FuncOp) -> linalg.GenericOp | None:
+    if fn.sym_visibility is None or fn.sym_visibility.data != "private" or not fn.body.blocks:
+        return None
+    ops = list(fn.body.blocks[0].ops)
+    generics = [o for o in ops if isinstance(o, linalg.GenericOp)]
+    rest = [o for o in ops if not isinstance(o, linalg.GenericOp | arith.ConstantOp
+                                              | func.ReturnOp)]
+    if len(generics) != 1 or rest:
+        return None
+    return generics[0]
+
+
+def _arena_arg(fn: func.FuncOp) -> int | None:
+    if fn.arg_attrs is None:
+        return None
+    for i, d in enumerate(fn.arg_attrs.data):
+        if "frame.arena" in d.data:
+            return i
+    return None
+
+
+@dataclass(frozen=True)
+class FrameGemm(ModulePass):
+    """Rewrite contraction kernels as packed, cache-blocked GEMMs (see module doc)."""
+
+    name = "frame-gemm"
+
+    lanes: int = 16
+    acc: int = 24
+    l1: int = 48 * 1024
+    l2: int = 1024 * 1024
+    threads: int = 1
+    min_flops: int = 32768
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        scratch_of: dict[str, int] = {}
+        for fn in list(op.ops):
+            if not isinstance(fn, func.FuncOp):
+                continue
+            generic = _kernel_generic(fn)
+            if generic is None:
+                continue
+            g = analyze(generic)
+            if g is None:
+                continue
+            outer = prod(g.sizes[d] for d in g.outer)
+            if g.m * g.n * g.k * outer < self.min_flops:
+                continue
+            blk = choose_blocking(g.m, g.n, g.k, lanes=self.lanes, acc=self.acc, l1=self.l1,
+                                  l2=self.l2)
+            panels = -(-g.n // blk.nr)
+            per_task = -(-panels // max(1, self.threads))
+            tasks = -(-panels // per_task)
+            scratch = _Scratch(-(-blk.mc // blk.mr) * blk.mr * blk.kc,
+                               blk.kc * (-(-blk.nc // blk.nr) * blk.nr),
+                               blk.mr * blk.nr,
+                               sum(prod(g.sizes[d] for d in grp) for _, grp in _tables(g)))
+            nbytes = tasks * scratch.slot_bytes
+            block = fn.body.blocks[0]
+            ws = block.insert_arg(MemRefType(i8, [nbytes]), len(block.args))
+            fn.function_type = func.FunctionType.from_lists(
+                [a.type for a in block.args], [])
+            if fn.arg_attrs is not None:
+                fn.arg_attrs = ArrayAttr([*fn.arg_attrs.data, builtin.DictionaryAttr({})])
+            ir = _Ir(Builder(InsertPoint.before(generic)))
+            build_gemm(ir, g, blk, tasks, ws, scratch)
+            generic.detach()
+            generic.erase()
+            scratch_of[fn.sym_name.data] = nbytes
+        if scratch_of:
+            self._give_scratch(op, scratch_of)
+
+    def _give_scratch(self, module: builtin.ModuleOp, scratch_of: dict[str, int]) -> None:
+        """Pass each GEMM kernel a view of scratch at the end of its caller's arena."""
+        for fn in module.ops:
+            if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
+                continue
+            calls = [c for c in fn.walk() if isinstance(c, func.CallOp)
+                     and c.callee.root_reference.data in scratch_of]
+            if not calls:
+                continue
+            index = _arena_arg(fn)
+            if index is None:
+                raise ValueError(f"@{fn.sym_name.data} calls a GEMM kernel but has no "
+                                 "frame.arena argument for its scratch")
+            arena = fn.body.blocks[0].args[index]
+            size_attr = fn.attributes.get("frame.arena_size")
+            old = size_attr.value.data if isinstance(size_attr, IntegerAttr) else \
+                prod(arena.type.get_shape())  # type: ignore[attr-defined]
+            start = -(-old // ALIGN) * ALIGN
+            need = max(scratch_of[c.callee.root_reference.data] for c in calls)
+            new_size = start + need
+            arena_type = MemRefType(i8, [new_size])
+            Rewriter.replace_value_with_new_type(arena, arena_type)
+            arena = fn.body.blocks[0].args[index]
+            fn.function_type = func.FunctionType.from_lists(
+                [a.type for a in fn.body.blocks[0].args],
+                list(fn.function_type.outputs.data))
+            fn.attributes["frame.arena_size"] = IntegerAttr(new_size, i64)
+            for call in calls:
+                need_c = scratch_of[call.callee.root_reference.data]
+                b = Builder(InsertPoint.before(call))
+                off = b.insert(arith.ConstantOp(IntegerAttr(start, IndexType()))).result
+                view = b.insert(memref.ViewOp(arena, off, [], MemRefType(i8, [need_c])))
+                new_call = func.CallOp(call.callee, [*call.arguments, view.results[0]], [])
+                new_call.attributes.update(call.attributes)
+                Rewriter.replace_op(call, new_call)

@@ -1,0 +1,112 @@
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0}' | filecheck %s
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0 threads=2}' | filecheck %s --check-prefix=TWO
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm' | filecheck %s --check-prefix=SMALL
+
+// A 6x5 @ 5x8 matmul kernel and its caller. With 4 lanes and 4 accumulator
+// registers the micro-kernel is MR=2 rows by NR=8 columns (two vector<4xf32> per
+// row): the kernel gets a scratch argument, carved out of the caller's arena past its
+// old end, and packs A and B into it.
+
+builtin.module {
+  func.func private @k(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %c: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<6x5xf32>, memref<5x8xf32>) outs(%c : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func @f(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %arena: memref<200xi8> {frame.arena}) attributes {frame.arena_size = 200 : i64} {
+    %0 = arith.constant 0 : index
+    %c = memref.view %arena[%0][] : memref<200xi8> to memref<6x8xf32>
+    func.call @k(%a, %b, %c) : (memref<6x5xf32>, memref<5x8xf32>, memref<6x8xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-LABEL: func.func private @k(
+// CHECK-SAME:    %[[A:.*]]: memref<6x5xf32>, %[[B:.*]]: memref<5x8xf32>, %[[C:.*]]: memref<6x8xf32>, %[[WS:.*]]: memref<[[WSZ:[0-9]+]]xi8>)
+// CHECK-NOT:     linalg.generic
+// CHECK:         %[[AF:.*]] = memref.collapse_shape %[[A]] {{\[\[}}0 : i64, 1 : i64]] : memref<6x5xf32> into memref<30xf32>
+// CHECK:         %[[BF:.*]] = memref.collapse_shape %[[B]]
+// CHECK:         %[[CF:.*]] = memref.collapse_shape %[[C]]
+// CHECK:         scf.for %[[T:.*]] =
+// CHECK:           %[[AP:.*]] = memref.view %[[WS]]
+// CHECK:           %[[BP:.*]] = memref.view %[[WS]]
+// CHECK:           %[[TILE:.*]] = memref.view %[[WS]]
+// Packing B: panels of NR = 8 columns, zero past the last column.
+// CHECK:           memref.load %[[BF]]
+// CHECK:           arith.select
+// CHECK:           memref.store {{.*}}, %[[BP]]
+// Packing A: panels of MR = 2 rows.
+// CHECK:           memref.load %[[AF]]
+// CHECK:           memref.store {{.*}}, %[[AP]]
+// A full tile runs the micro-kernel on C itself: accumulators loaded from C, one
+// broadcast of A and one fma per accumulator and k, stored back after the k loop.
+// CHECK:           scf.if
+// CHECK-COUNT-4:     vector.load %[[CF]]{{.*}} : memref<48xf32>, vector<4xf32>
+// CHECK:             scf.for {{.*}} iter_args(
+// CHECK:               vector.load %[[BP]]
+// CHECK:               %[[AV:.*]] = memref.load %[[AP]]
+// CHECK:               %[[BC:.*]] = vector.broadcast %[[AV]] : f32 to vector<4xf32>
+// CHECK:               vector.fma %[[BC]]
+// CHECK:             vector.store {{.*}}, %[[CF]]
+// An edge tile goes through the scratch tile.
+// CHECK:           } else {
+// CHECK:             memref.store {{.*}}, %[[TILE]]
+// CHECK:             vector.fma
+// CHECK:             scf.if
+// CHECK:               memref.store {{.*}}, %[[CF]]
+// CHECK-LABEL: func.func @f(
+// CHECK-SAME:    %{{.*}}: memref<[[ASZ:[0-9]+]]xi8> {frame.arena}) attributes {frame.arena_size = [[ASZ]] : i64}
+// CHECK:         %[[OFF:.*]] = arith.constant 256 : index
+// CHECK:         %[[V:.*]] = memref.view %{{.*}}[%[[OFF]]][] : memref<[[ASZ]]xi8> to memref<[[WSZ]]xi8>
+// CHECK:         func.call @k(%{{.*}}, %{{.*}}, %{{.*}}, %[[V]])
+
+// With two threads the 8 columns are one panel: still one task, so no parallel loop.
+// TWO-LABEL: func.func private @k(
+// TWO-NOT:     frame.parallel
+// TWO-LABEL: func.func @f(
+
+// Below the default size threshold (min_flops) the kernel is left to the plain loops.
+// SMALL-LABEL: func.func private @k(
+// SMALL:         linalg.generic
+// SMALL-NOT:     memref.collapse_shape
+
+// -----
+
+// The input gradient of a 2-D convolution in gather form: dx[n, c, i, j] +=
+// wf[c, o, kh, kw] * dyd[n, o, i + kh, j + kw]. The columns (i, j) and the reduction
+// (o, kh, kw) address dyd with no single stride, so the pass fills offset tables (i32)
+// in the scratch; the batch dim n is an outer loop. With two threads the 16 columns
+// split into two tasks of one 8-wide panel each.
+
+builtin.module {
+  func.func private @k(%w: memref<2x2x2x2xf32>, %y: memref<2x2x5x5xf32>, %x: memref<2x2x4x4xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d2, (d5 + d3), (d6 + d4))>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d5, d6)>], iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "parallel", "parallel"], doc = "frame.conv_grad_input"} ins(%w, %y : memref<2x2x2x2xf32>, memref<2x2x5x5xf32>) outs(%x : memref<2x2x4x4xf32>) {
+    ^bb0(%p: f32, %q: f32, %r: f32):
+      %s = math.fma %p, %q, %r : f32
+      linalg.yield %s : f32
+    }
+    func.return
+  }
+  func.func @f(%w: memref<2x2x2x2xf32>, %y: memref<2x2x5x5xf32>, %x: memref<2x2x4x4xf32>, %arena: memref<64xi8> {frame.arena}) attributes {frame.arena_size = 64 : i64} {
+    func.call @k(%w, %y, %x) : (memref<2x2x2x2xf32>, memref<2x2x5x5xf32>, memref<2x2x4x4xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-LABEL: func.func private @k(
+// CHECK:         scf.for
+// CHECK:           %[[TN:.*]] = memref.view {{.*}} to memref<16xi32>
+// CHECK:           arith.remui
+// CHECK:           arith.index_cast {{.*}} : index to i32
+// CHECK:           memref.store {{.*}}, %[[TN]]
+// CHECK:           %[[TK:.*]] = memref.view {{.*}} to memref<8xi32>
+// CHECK:           scf.for %[[N:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:             memref.load %[[TK]]
+// CHECK:             arith.index_cast {{.*}} : i32 to index
+// CHECK:             memref.load %[[TN]]
+// CHECK:             vector.fma
+// TWO-LABEL: func.func private @k(
+// TWO:         } {frame.parallel}
