@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.utils.exceptions import PassFailedException
 
 from frame_mlir.passes.llvm_common import (
     cast_back,
@@ -195,7 +196,13 @@ def _lower_cmpf(op: Operation, rewriter: PatternRewriter) -> None:
     assert isinstance(op, arith.CmpfOp)
     pred = op.predicate.value.data
     if isinstance(op.lhs.type, VectorType):
-        return  # llvm.fcmp in xDSL is scalar only
+        # xDSL 0.74 types every arith.cmpf result as i1, also for vector operands (MLIR:
+        # vector<Lxi1>), so the IR cannot say which lane compared how: nothing to lower.
+        raise PassFailedException(
+            f"convert-arith-to-llvm: arith.cmpf on {op.lhs.type} is not supported: "
+            "xDSL types its result as i1, not one i1 per lane (compare scalars, or use "
+            "arith.maximumf / arith.minimumf on vectors)"
+        )
     if pred in (_CMPF_FALSE, _CMPF_TRUE):
         # xDSL's llvmlite translation cannot print the constant predicates.
         const = llvm.ConstantOp(IntegerAttr(int(pred == _CMPF_TRUE), i1), i1)
@@ -284,7 +291,9 @@ class ArithToLLVMPattern(RewritePattern):
 class ConvertArithToLLVMPass(ModulePass):
     """Lower `arith` ops to `llvm` ops, converting `index` to `i64`.
 
-    Expects: scalar (or, where xDSL's llvm dialect allows, vector) arith ops.
+    Expects: scalar or 1-D vector arith ops (vector float arithmetic, min/max, dense
+    constants, a select with a scalar condition). `arith.cmpf` on vectors fails
+    (PassFailedException): xDSL 0.74 types its result as a single i1.
     Guarantees: every op with a rule in `ARITH_TO_LLVM` becomes llvm ops carrying the
     same fast-math / overflow flags (float min/max become calls of the `llvm.maximum`,
     `llvm.minimum`, `llvm.maxnum`, `llvm.minnum` intrinsics, without flags); operands and results whose

@@ -34,7 +34,7 @@ from frame_mlir.passes.llvm_common import (
 _NO_WRAP = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP, llvm.OverflowFlag.NO_UNSIGNED_WRAP])
 
 
-def _element_pointer(
+def element_pointer(
     rewriter: PatternRewriter, memref_value: SSAValue, indices: list[SSAValue]
 ) -> tuple[list[Operation], SSAValue, int]:
     """Ops computing the address of `memref_value[indices]`, the address, and the
@@ -77,7 +77,7 @@ class LowerLoad(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.LoadOp, rewriter: PatternRewriter, /) -> None:
-        ops, ptr, align = _element_pointer(rewriter, op.memref, list(op.indices))
+        ops, ptr, align = element_pointer(rewriter, op.memref, list(op.indices))
         # Alignment is the element size, the only thing the ABI promises: LLVM would
         # otherwise assume the type's ABI alignment for vector accesses it forms.
         load = llvm.LoadOp(ptr, llvm_type(op.res.type), alignment=align)
@@ -91,7 +91,7 @@ class LowerStore(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.StoreOp, rewriter: PatternRewriter, /) -> None:
-        ops, ptr, align = _element_pointer(rewriter, op.memref, list(op.indices))
+        ops, ptr, align = element_pointer(rewriter, op.memref, list(op.indices))
         value = to_llvm(rewriter, op.value)
         ops.append(llvm.StoreOp(value, ptr, alignment=align))
         rewriter.replace(op, ops, [])
@@ -118,6 +118,54 @@ class LowerView(RewritePattern):
         rewriter.replace(op, ops, [value])
 
 
+def collapse_shape_problem(op: memref.CollapseShapeOp) -> str | None:
+    """Why `op` is not a collapse the bare-pointer ABI can express, or None if it is.
+
+    xDSL's verifier checks none of this. With static shapes and identity layouts on both
+    sides, a collapse whose groups cover the source dims in order, each result dim the
+    product of its group, keeps every element at the same row-major offset: the
+    collapsed memref is the same pointer.
+    """
+    src, res = op.src.type, op.result.type
+    assert isinstance(src, MemRefType) and isinstance(res, MemRefType)
+    for typ in (src, res):
+        try:
+            static_strides(typ)
+        except PassFailedException as err:
+            return str(err)
+    if src.element_type != res.element_type:
+        return f"element types differ: {src} into {res}"
+    groups = [[int(i.value.data) for i in g.data] for g in op.reassociation.data]
+    src_shape, res_shape = src.get_shape(), res.get_shape()
+    if [d for g in groups for d in g] != list(range(len(src_shape))):
+        return (f"reassociation {groups} must list the {len(src_shape)} source dims "
+                "once each, in order")
+    if len(groups) != len(res_shape):
+        return f"{len(groups)} groups for a result of rank {len(res_shape)}"
+    for g, size in zip(groups, res_shape, strict=True):
+        product = 1
+        for d in g:
+            product *= src_shape[d]
+        if product != size:
+            return f"group {g} of {src} has {product} elements, result dim is {size}"
+    return None
+
+
+class LowerCollapseShape(RewritePattern):
+    """`memref.collapse_shape` of a static identity-layout memref -> the same pointer."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.CollapseShapeOp, rewriter: PatternRewriter, /
+                          ) -> None:
+        problem = collapse_shape_problem(op)
+        if problem is not None:
+            raise PassFailedException(
+                f"convert-memref-to-llvm: memref.collapse_shape: {problem}")
+        ops: list[Operation] = []
+        value = cast_back(ops, to_llvm(rewriter, op.src), op.result.type)
+        rewriter.replace(op, ops, [value])
+
+
 @dataclass(frozen=True)
 class ConvertMemrefToLLVMPass(ModulePass):
     """Lower memref accesses to LLVM with the bare-pointer ABI.
@@ -126,19 +174,21 @@ class ConvertMemrefToLLVMPass(ModulePass):
     memref values get an `unrealized_conversion_cast` to `!llvm.ptr`).
 
     Expects: statically shaped, identity-layout memrefs; `memref.view` with a byte
-    offset and no dynamic sizes. Fails (PassFailedException) otherwise.
+    offset and no dynamic sizes; `memref.collapse_shape` between static identity-layout
+    memrefs. Fails (PassFailedException) otherwise.
     Guarantees: `memref.load`/`memref.store` become a row-major linearized index
     (`nsw nuw` mul/add on i64), one `getelementptr inbounds` on the element type and an
     `llvm.load`/`llvm.store` with the element's natural alignment (4 for f32); 0-d
     memrefs access the pointer directly; `memref.view` becomes a `getelementptr
-    inbounds` on i8. Other memref ops (alloc, subview, ...) are left unchanged.
+    inbounds` on i8; `memref.collapse_shape` is the source's pointer (row-major
+    offsets do not change). Other memref ops (alloc, subview, ...) are left unchanged.
     """
 
     name = "convert-memref-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns = GreedyRewritePatternApplier(
-            [LowerLoad(), LowerStore(), LowerView()], dce_enabled=False
+            [LowerLoad(), LowerStore(), LowerView(), LowerCollapseShape()], dce_enabled=False
         )
         PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
         erase_dead_casts(op)

@@ -1,8 +1,10 @@
 """The loop-level IR -> llvm dialect pipeline, verified after every pass.
 
-scf.for / arith / math / memref / func   (loop-level IR)
+scf.for / arith / math / memref / vector / func / frame_rt   (loop-level IR)
+  convert-frame-rt-to-llvm     parallel_for -> a call of the runtime's thread pool
   convert-scf-to-cf            loops -> cf.br / cf.cond_br with block arguments
   convert-math-to-llvm         math -> llvm.intr.* / llvm.call_intrinsic
+  convert-vector-to-llvm       vector load/store/broadcast/fma -> llvm (element-aligned)
   convert-arith-to-llvm        arith -> llvm, index -> i64
   convert-memref-to-llvm       load/store/view -> getelementptr inbounds + load/store
   convert-cf-to-llvm           cf -> llvm.br / llvm.cond_br (block args become phis)
@@ -25,14 +27,22 @@ from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsP
 
 from frame_mlir.passes.convert_arith_to_llvm import ConvertArithToLLVMPass
 from frame_mlir.passes.convert_cf_to_llvm import ConvertCfToLLVMPass
+from frame_mlir.passes.convert_frame_rt_to_llvm import ConvertFrameRtToLLVMPass
 from frame_mlir.passes.convert_func_to_llvm import ConvertFuncToLLVMPass
 from frame_mlir.passes.convert_math_to_llvm import ConvertMathToLLVMPass
 from frame_mlir.passes.convert_memref_to_llvm import ConvertMemrefToLLVMPass
+from frame_mlir.passes.convert_vector_to_llvm import ConvertVectorToLLVMPass
 
 LOOPS_TO_LLVM: list[ModulePass] = [
+    # frame_rt first: it makes func.call / func.func (task trampolines) for the func
+    # lowering, and bridges its operands with casts like everyone.
+    ConvertFrameRtToLLVMPass(),
     ConvertScfToCf(),
     # math first: its lowerings must not leave arith ops behind for a later pass.
     ConvertMathToLLVMPass(),
+    # vector: its memref and index operands are bridged by casts like everyone's, so
+    # any place before reconcile works; it goes before memref, as in MLIR's pipelines.
+    ConvertVectorToLLVMPass(),
     ConvertArithToLLVMPass(),
     ConvertMemrefToLLVMPass(),
     ConvertCfToLLVMPass(),

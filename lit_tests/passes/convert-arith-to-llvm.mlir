@@ -70,3 +70,29 @@ func.func @conversions(%i: index, %flag: i1, %x: f32, %k: i32) -> (f32, f32, i32
 // CHECK:         %[[CMP:.*]] = llvm.icmp "sgt" %[[K]], %[[T]] : i32
 // CHECK:         %[[BIG:.*]] = llvm.select %[[CMP]], %[[K]], %[[T]] : i1, i32
 // CHECK:         func.return %[[F]], %[[MASK]], %[[T]], %[[W]], %[[E]], %[[NEVER]], %[[BIG]]
+
+// Vector float arithmetic keeps its vector types; splat constants are dense vector
+// constants (-0.0 stays -0.0); min/max call the intrinsic of the vector type; a
+// select with a scalar condition picks a whole vector (xDSL's arith.select takes no
+// vector condition, and its arith.cmpf gives an i1 even on vectors).
+func.func @vector_math(%a: vector<16xf32>, %b: vector<16xf32>, %c: i1) -> vector<16xf32> {
+  %nz = arith.constant dense<-0.0> : vector<16xf32>
+  %s = arith.addf %a, %nz : vector<16xf32>
+  %d = arith.subf %s, %b : vector<16xf32>
+  %p = arith.mulf %d, %b : vector<16xf32>
+  %mx = arith.maximumf %p, %nz : vector<16xf32>
+  %mn = arith.minimumf %mx, %a : vector<16xf32>
+  %r = arith.select %c, %mn, %a : vector<16xf32>
+  func.return %r : vector<16xf32>
+}
+
+// CHECK-LABEL: func.func @vector_math
+// CHECK-SAME:    (%[[A:.*]]: vector<16xf32>, %[[B:.*]]: vector<16xf32>, %[[C:.*]]: i1)
+// CHECK:         %[[NZ:.*]] = llvm.mlir.constant(dense<-0.000000e+00> : vector<16xf32>) : vector<16xf32>
+// CHECK:         %[[S:.*]] = llvm.fadd %[[A]], %[[NZ]] : vector<16xf32>
+// CHECK:         %[[D:.*]] = llvm.fsub %[[S]], %[[B]] : vector<16xf32>
+// CHECK:         %[[P:.*]] = llvm.fmul %[[D]], %[[B]] : vector<16xf32>
+// CHECK:         %[[MX:.*]] = llvm.call_intrinsic "llvm.maximum.v16f32"(%[[P]], %[[NZ]]) : (vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// CHECK:         %[[MN:.*]] = llvm.call_intrinsic "llvm.minimum.v16f32"(%[[MX]], %[[A]]) : (vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// CHECK:         %[[R:.*]] = llvm.select %[[C]], %[[MN]], %[[A]] : i1, vector<16xf32>
+// CHECK:         func.return %[[R]] : vector<16xf32>

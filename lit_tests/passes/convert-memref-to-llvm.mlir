@@ -64,3 +64,20 @@ func.func @view(%arena: memref<4096xi8>) -> f32 {
 // CHECK-NOT:     memref.view
 // CHECK:         %[[ADDR:.*]] = llvm.getelementptr inbounds %[[BASE]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK:         llvm.load %[[ADDR]] {alignment = 4 : i64} : !llvm.ptr -> f32
+
+// collapse_shape of a static identity-layout memref is the same pointer: the load
+// through the collapsed memref addresses the source's elements directly.
+func.func @collapse(%a: memref<4x8xf32>, %i: index) -> f32 {
+  %flat = memref.collapse_shape %a [[0, 1]] : memref<4x8xf32> into memref<32xf32>
+  %x = memref.load %flat[%i] : memref<32xf32>
+  func.return %x : f32
+}
+
+// CHECK-LABEL: func.func @collapse
+// CHECK-SAME:    (%[[A:.*]]: memref<4x8xf32>, %[[I:.*]]: index)
+// CHECK-NOT:     memref.collapse_shape
+// CHECK:         %[[P:.*]] = builtin.unrealized_conversion_cast %[[A]] : memref<4x8xf32> to !llvm.ptr
+// CHECK:         %[[I64:.*]] = builtin.unrealized_conversion_cast %[[I]] : index to i64
+// CHECK:         %[[ADDR:.*]] = llvm.getelementptr inbounds %[[P]][%[[I64]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:         %[[X:.*]] = llvm.load %[[ADDR]] {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK:         func.return %[[X]] : f32
