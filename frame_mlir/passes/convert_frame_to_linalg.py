@@ -462,10 +462,11 @@ def _conv(lw: Lowerer, op: Operation) -> SSAValue:
 
 
 def _conv_grad_input(lw: Lowerer, op: Operation) -> SSAValue:
-    """The input gradient as a convolution of the dilated, padded dy with the flipped
-    weight (a gather: each input element sums over (o, *k) in order), so that it is a
-    contraction `frame-gemm` can block like the forward conv. Grouped convolutions
-    keep the scatter form (`_conv_grad_input_scatter`)."""
+    """The input gradient as a GEMM and a col2im: `dcol[n, c, *k, *out] = sum_o
+    w[o, c, *k] * dy[n, o, *out]` (a contraction `frame-gemm` blocks: rows (c, *k) of
+    the weight, columns the output positions, no gathers), then each column entry is
+    added into the padded input gradient at `out * stride + k`, in (k, out) order, and
+    cropped. Grouped convolutions keep the direct scatter (`_conv_grad_input_scatter`)."""
     assert isinstance(op, frame.ConvGradInputOp)
     st, pad, groups = op.conv_attrs()
     if groups != 1:
@@ -475,36 +476,28 @@ def _conv_grad_input(lw: Lowerer, op: Operation) -> SSAValue:
     w_shape = frame.static_shape(op.rhs) or ()
     dy_shape = frame.static_shape(op.lhs) or ()
     nsp = len(shape) - 2
-    ks = w_shape[2:]
-    padded = _padded_shape(shape, pad)
-    # dyd[n, o, K-1 + out*s] = dy[n, o, out], zero elsewhere; its extent Sp + K - 1
-    # covers every window the gather reads.
-    ld = [sp + k - 1 for sp, k in zip(padded[2:], ks, strict=True)]
-    rank = 2 + nsp
-    d = [AffineExpr.dimension(i) for i in range(rank)]
-    placed = AffineMapAttr(AffineMap(rank, 0, (d[0], d[1], *(
-        dd * s + (k - 1) for dd, s, k in zip(d[2:], st, ks, strict=True)))))
-    dyd = lw.generic([op.lhs], lw.filled(TensorType(frame.element_type(op.lhs),
-                                                    [*dy_shape[:2], *ld]), 0.0),
-                     [identity_map(rank), placed], [PAR] * rank, lambda b, a: a[0])
-    # wf[c, o, *k] = w[o, c, *(K-1-k)]
-    flipped = AffineMapAttr(AffineMap(rank, 0, (d[1], d[0], *(
-        dd * -1 + (k - 1) for dd, k in zip(d[2:], ks, strict=True)))))
-    wf = lw.generic([op.rhs], lw.empty(TensorType(frame.element_type(op.rhs),
-                                                  [w_shape[1], w_shape[0], *ks])),
-                    [flipped, identity_map(rank)], [PAR] * rank, lambda b, a: a[0])
-    # (n, c, o, *k, *i): dx[n, c, *i] += wf[c, o, *k] * dyd[n, o, *(i + p + k)]
+    ks, outs = w_shape[2:], dy_shape[2:]
+    # (n, c, *k, *out, o): dcol[n, c, *k, *out] += w[o, c, *k] * dy[n, o, *out]
     ndims = 3 + 2 * nsp
     e = [AffineExpr.dimension(i) for i in range(ndims)]
-    kk, ii = e[3:3 + nsp], e[3 + nsp:]
-    wf_map = AffineMapAttr(AffineMap(ndims, 0, (e[1], e[2], *kk)))
-    dyd_map = AffineMapAttr(AffineMap(ndims, 0, (e[0], e[2], *(
-        i + p + k for i, p, k in zip(ii, pad, kk, strict=True)))))
-    dx_map = AffineMapAttr(AffineMap(ndims, 0, (e[0], e[1], *ii)))
-    its = [PAR, PAR, RED, *[RED] * nsp, *[PAR] * nsp]
-    dx = lw.generic([wf, dyd], lw.filled(_accumulator_type(typ), 0.0),
-                    [wf_map, dyd_map, dx_map], its, _mac)
-    return _round_to(lw, dx, typ)
+    n, c, kk, oo, o = e[0], e[1], e[2:2 + nsp], e[2 + nsp:2 + 2 * nsp], e[-1]
+    w_map = AffineMapAttr(AffineMap(ndims, 0, (o, c, *kk)))
+    dy_map = AffineMapAttr(AffineMap(ndims, 0, (n, o, *oo)))
+    col_map = AffineMapAttr(AffineMap(ndims, 0, (n, c, *kk, *oo)))
+    col_type = TensorType(f32, [shape[0], shape[1], *ks, *outs])
+    dcol = lw.generic([op.rhs, op.lhs], lw.filled(col_type, 0.0), [w_map, dy_map, col_map],
+                      [*[PAR] * (ndims - 1), RED], _mac)
+    # col2im: dxp[n, c, *(out * s + k)] += dcol[n, c, *k, *out]
+    rank = 2 + 2 * nsp
+    d = [AffineExpr.dimension(i) for i in range(rank)]
+    dk, do = d[2:2 + nsp], d[2 + nsp:]
+    scatter_map = AffineMapAttr(AffineMap(rank, 0, (d[0], d[1], *(
+        out * s + k for out, s, k in zip(do, st, dk, strict=True)))))
+    padded = _padded_shape(shape, pad)
+    dxp = lw.generic([dcol], lw.filled(TensorType(f32, padded), 0.0),
+                     [identity_map(rank), scatter_map], _scatter_iterators(rank, 2),
+                     lambda b, a: b.insert(arith.AddfOp(a[1], a[0])).result)
+    return _crop(lw, dxp, pad, typ)
 
 
 def _conv_grad_input_scatter(lw: Lowerer, op: Operation) -> SSAValue:

@@ -166,6 +166,25 @@ class LowerCollapseShape(RewritePattern):
         rewriter.replace(op, ops, [value])
 
 
+class LowerCast(RewritePattern):
+    """`memref.cast` between identity-layout memrefs of one element type (a static size
+    erased to `?`, as GEMM micro-kernels take their panels) -> the same pointer."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.CastOp, rewriter: PatternRewriter, /) -> None:
+        src, dst = op.source.type, op.dest.type
+        if not isinstance(src, MemRefType) or not isinstance(dst, MemRefType) or \
+                src.element_type != dst.element_type or \
+                src.get_num_dims() != dst.get_num_dims():
+            raise PassFailedException(
+                f"convert-memref-to-llvm: memref.cast from {src} to {dst}: only a change "
+                "of static sizes to dynamic ones is supported")
+        static_strides(dst)
+        ops: list[Operation] = []
+        value = cast_back(ops, to_llvm(rewriter, op.source), dst)
+        rewriter.replace(op, ops, [value])
+
+
 @dataclass(frozen=True)
 class ConvertMemrefToLLVMPass(ModulePass):
     """Lower memref accesses to LLVM with the bare-pointer ABI.
@@ -180,15 +199,16 @@ class ConvertMemrefToLLVMPass(ModulePass):
     (`nsw nuw` mul/add on i64), one `getelementptr inbounds` on the element type and an
     `llvm.load`/`llvm.store` with the element's natural alignment (4 for f32); 0-d
     memrefs access the pointer directly; `memref.view` becomes a `getelementptr
-    inbounds` on i8; `memref.collapse_shape` is the source's pointer (row-major
-    offsets do not change). Other memref ops (alloc, subview, ...) are left unchanged.
+    inbounds` on i8; `memref.collapse_shape` and `memref.cast` are the source's
+    pointer (row-major offsets do not change). Other memref ops (alloc, subview, ...) are left unchanged.
     """
 
     name = "convert-memref-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns = GreedyRewritePatternApplier(
-            [LowerLoad(), LowerStore(), LowerView(), LowerCollapseShape()], dce_enabled=False
+            [LowerLoad(), LowerStore(), LowerView(), LowerCollapseShape(), LowerCast()],
+            dce_enabled=False
         )
         PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
         erase_dead_casts(op)

@@ -49,6 +49,7 @@ from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, math, memref, scf, vector
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ArrayAttr,
     IndexType,
     IntegerAttr,
@@ -289,16 +290,27 @@ def choose_blocking(m: int, n: int, k: int, *, lanes: int, acc: int, l1: int,
 class _Ir:
     """Index arithmetic with Python ints folded, and loops, at one insertion point."""
 
-    def __init__(self, b: Builder):
+    def __init__(self, b: Builder, parent: _Ir | None = None):
         self.b = b
+        self.parent = parent
+        self._consts: dict[int, SSAValue] = {}
 
     def ins(self, op: Operation) -> Operation:
         return self.b.insert(op)
 
     def idx(self, v: Index) -> SSAValue:
-        if isinstance(v, int):
-            return self.ins(arith.ConstantOp(IntegerAttr(v, IndexType()))).results[0]
-        return v
+        """`v` as an SSA index; each constant is made once per block (and reused in the
+        blocks nested in it, which it dominates): the IR stays small to lower."""
+        if not isinstance(v, int):
+            return v
+        scope: _Ir | None = self
+        while scope is not None:
+            if v in scope._consts:
+                return scope._consts[v]
+            scope = scope.parent
+        c = self.ins(arith.ConstantOp(IntegerAttr(v, IndexType()))).results[0]
+        self._consts[v] = c
+        return c
 
     def add(self, *vs: Index) -> Index:
         const = sum(v for v in vs if isinstance(v, int))
@@ -350,7 +362,7 @@ class _Ir:
              iter_args: Sequence[SSAValue] = (), attrs: dict[str, Attribute] | None = None
              ) -> list[SSAValue]:
         block = Block(arg_types=[IndexType(), *(v.type for v in iter_args)])
-        inner = _Ir(Builder(InsertPoint.at_end(block)))
+        inner = _Ir(Builder(InsertPoint.at_end(block)), self)
         yielded = body(inner, block.args[0], block.args[1:]) or []
         inner.ins(scf.YieldOp(*yielded))
         loop = scf.ForOp(self.idx(lb), self.idx(ub), self.idx(step), list(iter_args), block)
@@ -364,7 +376,7 @@ class _Ir:
         regions = []
         for fill in (then, other):
             block = Block()
-            inner = _Ir(Builder(InsertPoint.at_end(block)))
+            inner = _Ir(Builder(InsertPoint.at_end(block)), self)
             fill(inner)
             inner.ins(scf.YieldOp())
             regions.append(Region(block))
@@ -382,6 +394,56 @@ def _collapse(ir: _Ir, value: SSAValue) -> SSAValue:
     op = memref.CollapseShapeOp.build(operands=[value], result_types=[flat],
                                       properties={"reassociation": assoc})
     return ir.ins(op).results[0]
+
+
+DYNAMIC_F32 = MemRefType(f32, [DYNAMIC_INDEX])
+
+
+def _dynamic(ir: _Ir, value: SSAValue) -> SSAValue:
+    """`value` (a 1-D f32 memref) as `memref<?xf32>`, the micro-kernel's argument type."""
+    return ir.ins(memref.CastOp.get(value, DYNAMIC_F32)).results[0]
+
+
+def micro_kernel(name: str, mr: int, nv: int, lanes: int) -> func.FuncOp:
+    """The register micro-kernel shared by every GEMM of one tile shape:
+
+        @name(ap, bp, c, pa, pb, c_at, ldc, kc):
+          acc[r][v] = c[c_at + r*ldc + v*L : +L]                 (MR x nv vectors)
+          for k < kc:  b[v] = bp[pb + k*NR + v*L : +L]
+                       acc[r][v] = fma(broadcast(ap[pa + k*MR + r]), b[v], acc[r][v])
+          c[c_at + r*ldc + v*L : +L] = acc[r][v]
+
+    One function per module and tile shape keeps the lowered IR (and the compile) small;
+    LLVM inlines it where that pays.
+    """
+    vt = VectorType(f32, [lanes])
+    nr = nv * lanes
+    block = Block(arg_types=[DYNAMIC_F32] * 3 + [IndexType()] * 5)
+    ap, bp, cm, pa, pb, c_at, ldc, kc = block.args
+    ir = _Ir(Builder(InsertPoint.at_end(block)))
+    rows = [ir.add(c_at, ir.mul(ldc, r)) for r in range(mr)]
+    at = [[ir.idx(ir.add(rows[r], v * lanes)) for v in range(nv)] for r in range(mr)]
+    accs = [ir.ins(vector.LoadOp(cm, [at[r][v]], vt)).results[0]
+            for r in range(mr) for v in range(nv)]
+
+    def kbody(ir: _Ir, kk: SSAValue, acc: Sequence[SSAValue]) -> list[SSAValue]:
+        b_at = ir.add(pb, ir.mul(kk, nr))
+        bs = [ir.ins(vector.LoadOp(bp, [ir.idx(ir.add(b_at, v * lanes))], vt)).results[0]
+              for v in range(nv)]
+        a_at = ir.add(pa, ir.mul(kk, mr))
+        out = []
+        for r in range(mr):
+            av = ir.ins(vector.BroadcastOp(ir.load(ap, ir.add(a_at, r)), vt)).results[0]
+            out += [ir.ins(vector.FMAOp(av, bs[v], acc[r * nv + v])).results[0]
+                    for v in range(nv)]
+        return out
+    res = ir.for_(0, kc, 1, kbody, accs)
+    for r in range(mr):
+        for v in range(nv):
+            ir.ins(vector.StoreOp(res[r * nv + v], cm, [at[r][v]]))
+    ir.ins(func.ReturnOp())
+    return func.FuncOp(name, func.FunctionType.from_lists([a.type for a in block.args], []),
+                       Region(block), visibility="private")
 
 
 @dataclass
@@ -440,6 +502,9 @@ class _Task:
     ak: _Addr
     bn: _Addr
     bk: _Addr
+    ap_dyn: SSAValue  # the scratch views as the micro-kernel's `memref<?xf32>`
+    bp_dyn: SSAValue
+    tile_dyn: SSAValue
 
 
 def _fill_table(ir: _Ir, table: SSAValue, opnd: _Operand, group: Sequence[int],
@@ -466,13 +531,14 @@ def _offset(ir: _Ir, opnd: _Operand, outer: dict[int, SSAValue]) -> Index:
 
 
 def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
-               scratch: _Scratch) -> None:
-    """Insert the blocked GEMM for `g` at `ir`."""
-    lanes, mr, nr = blk.lanes, blk.mr, blk.nr
-    vt = VectorType(f32, [lanes])
+               scratch: _Scratch, micro_name: str) -> None:
+    """Insert the blocked GEMM for `g` at `ir`; tiles call `@micro_name` (see
+    `micro_kernel`)."""
+    mr, nr = blk.mr, blk.nr
     m, n, k = g.m, g.n, g.k
     tables = _tables(g)
     a_flat, b_flat, c_flat = (_collapse(ir, v) for v in (g.a_value, g.b_value, g.c_value))
+    c_dyn = _dynamic(ir, c_flat)
     zero = ir.ins(arith.ConstantOp(builtin.FloatAttr(0.0, f32))).results[0]
     panels = -(-n // nr)
     per_task = -(-panels // tasks)
@@ -505,7 +571,8 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
         bn, bk = addr[(id(g.b), id(g.cols))], addr[(id(g.b), id(g.red))]
         lo = ir.mul(t, per_task * nr)
         hi = ir.min(ir.add(lo, per_task * nr), n)
-        outer_loops(ir, list(g.outer), {}, _Task(lo, hi, ap, bp, tile, am, ak, bn, bk))
+        outer_loops(ir, list(g.outer), {}, _Task(lo, hi, ap, bp, tile, am, ak, bn, bk,
+                                                 *(_dynamic(ir, v) for v in (ap, bp, tile))))
 
     def outer_loops(ir: _Ir, dims: list[int], ivs: dict[int, SSAValue], st: _Task) -> None:
         if dims:
@@ -583,7 +650,7 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
             c_at = ir.add(c0, ir.mul(i0, n), j0)
 
             def direct(ir: _Ir) -> None:
-                micro(ir, c_flat, c_at, n, pa, pb, kc)
+                micro(ir, c_dyn, c_at, n, pa, pb, kc)
 
             def edge(ir: _Ir) -> None:
                 # Copy the valid part of the C tile to a zero-padded MR x NR scratch tile,
@@ -606,33 +673,14 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
                         ir.for_(0, nr, 1, cbody)
                     return rbody
                 ir.for_(0, mr, 1, copy(False))
-                micro(ir, tile, 0, nr, pa, pb, kc)
+                micro(ir, st.tile_dyn, 0, nr, pa, pb, kc)
                 ir.for_(0, mr, 1, copy(True))
             ir.if_(full, direct, edge)
 
         def micro(ir: _Ir, cm: SSAValue, c_at: Index, ldc: int, pa: Index, pb: Index,
                   kc: Index) -> None:
-            at = [[ir.idx(ir.add(c_at, r * ldc + v * lanes)) for v in range(blk.nv)]
-                  for r in range(mr)]
-            accs = [ir.ins(vector.LoadOp(cm, [at[r][v]], vt)).results[0]
-                    for r in range(mr) for v in range(blk.nv)]
-
-            def kbody(ir: _Ir, kk: SSAValue, acc: Sequence[SSAValue]) -> list[SSAValue]:
-                b_at = ir.add(pb, ir.mul(kk, nr))
-                bs = [ir.ins(vector.LoadOp(bp, [ir.idx(ir.add(b_at, v * lanes))], vt)
-                             ).results[0] for v in range(blk.nv)]
-                a_at = ir.add(pa, ir.mul(kk, mr))
-                out = []
-                for r in range(mr):
-                    av = ir.ins(vector.BroadcastOp(ir.load(ap, ir.add(a_at, r)), vt)).results[0]
-                    for v in range(blk.nv):
-                        out.append(ir.ins(vector.FMAOp(av, bs[v], acc[r * blk.nv + v])
-                                          ).results[0])
-                return out
-            res = ir.for_(0, kc, 1, kbody, accs)
-            for r in range(mr):
-                for v in range(blk.nv):
-                    ir.ins(vector.StoreOp(res[r * blk.nv + v], cm, [at[r][v]]))
+            ir.ins(func.CallOp(micro_name, [st.ap_dyn, st.bp_dyn, cm, *(ir.idx(v) for v in (
+                pa, pb, c_at, ldc, kc))], []))
 
         ir.for_(lo, hi, blk.nc, jc_body)
 
@@ -679,6 +727,7 @@ class FrameGemm(ModulePass):
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         scratch_of: dict[str, int] = {}
+        micros: dict[str, func.FuncOp] = {}
         for fn in list(op.ops):
             if not isinstance(fn, func.FuncOp):
                 continue
@@ -707,8 +756,12 @@ class FrameGemm(ModulePass):
                 [a.type for a in block.args], [])
             if fn.arg_attrs is not None:
                 fn.arg_attrs = ArrayAttr([*fn.arg_attrs.data, builtin.DictionaryAttr({})])
+            micro_name = f"frame_gemm_micro_{blk.mr}x{blk.nr}_f32x{blk.lanes}"
+            if micro_name not in micros:
+                micros[micro_name] = micro_kernel(micro_name, blk.mr, blk.nv, blk.lanes)
+                Rewriter.insert_op(micros[micro_name], InsertPoint.before(fn))
             ir = _Ir(Builder(InsertPoint.before(generic)))
-            build_gemm(ir, g, blk, tasks, ws, scratch)
+            build_gemm(ir, g, blk, tasks, ws, scratch, micro_name)
             generic.detach()
             generic.erase()
             scratch_of[fn.sym_name.data] = nbytes

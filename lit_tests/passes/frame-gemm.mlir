@@ -24,16 +24,32 @@ builtin.module {
   }
 }
 
+// The micro-kernel, shared by every GEMM of this tile shape: accumulators loaded from
+// C, one broadcast of A and one fma per accumulator and k, stored back after the k loop.
+// CHECK-LABEL: func.func private @frame_gemm_micro_2x8_f32x4(
+// CHECK-SAME:    %[[MA:.*]]: memref<?xf32>, %[[MB:.*]]: memref<?xf32>, %[[MC:.*]]: memref<?xf32>, %[[PA:.*]]: index, %[[PB:.*]]: index, %[[CAT:.*]]: index, %[[LDC:.*]]: index, %[[KC:.*]]: index)
+// CHECK:         %[[R1:.*]] = arith.addi %[[CAT]], %[[LDC]] : index
+// CHECK-COUNT-4: vector.load %[[MC]]
+// CHECK:         scf.for %[[K:.*]] = %{{.*}} to %[[KC]] step %{{.*}} iter_args(
+// CHECK-COUNT-2:   vector.load %[[MB]]
+// CHECK:           %[[AV:.*]] = memref.load %[[MA]]
+// CHECK:           %[[BC:.*]] = vector.broadcast %[[AV]] : f32 to vector<4xf32>
+// CHECK:           vector.fma %[[BC]]
+// CHECK:           scf.yield
+// CHECK-COUNT-4: vector.store {{.*}}, %[[MC]]
+
 // CHECK-LABEL: func.func private @k(
 // CHECK-SAME:    %[[A:.*]]: memref<6x5xf32>, %[[B:.*]]: memref<5x8xf32>, %[[C:.*]]: memref<6x8xf32>, %[[WS:.*]]: memref<[[WSZ:[0-9]+]]xi8>)
 // CHECK-NOT:     linalg.generic
 // CHECK:         %[[AF:.*]] = memref.collapse_shape %[[A]] {{\[\[}}0 : i64, 1 : i64]] : memref<6x5xf32> into memref<30xf32>
 // CHECK:         %[[BF:.*]] = memref.collapse_shape %[[B]]
 // CHECK:         %[[CF:.*]] = memref.collapse_shape %[[C]]
+// CHECK:         %[[CD:.*]] = "memref.cast"(%[[CF]]) : (memref<48xf32>) -> memref<?xf32>
 // CHECK:         scf.for %[[T:.*]] =
 // CHECK:           %[[AP:.*]] = memref.view %[[WS]]
 // CHECK:           %[[BP:.*]] = memref.view %[[WS]]
 // CHECK:           %[[TILE:.*]] = memref.view %[[WS]]
+// CHECK:           %[[TD:.*]] = "memref.cast"(%[[TILE]]) : (memref<16xf32>) -> memref<?xf32>
 // Packing B: panels of NR = 8 columns, zero past the last column.
 // CHECK:           memref.load %[[BF]]
 // CHECK:           arith.select
@@ -41,20 +57,13 @@ builtin.module {
 // Packing A: panels of MR = 2 rows.
 // CHECK:           memref.load %[[AF]]
 // CHECK:           memref.store {{.*}}, %[[AP]]
-// A full tile runs the micro-kernel on C itself: accumulators loaded from C, one
-// broadcast of A and one fma per accumulator and k, stored back after the k loop.
+// A full tile runs the micro-kernel on C itself (row stride 8 = N).
 // CHECK:           scf.if
-// CHECK-COUNT-4:     vector.load %[[CF]]{{.*}} : memref<48xf32>, vector<4xf32>
-// CHECK:             scf.for {{.*}} iter_args(
-// CHECK:               vector.load %[[BP]]
-// CHECK:               %[[AV:.*]] = memref.load %[[AP]]
-// CHECK:               %[[BC:.*]] = vector.broadcast %[[AV]] : f32 to vector<4xf32>
-// CHECK:               vector.fma %[[BC]]
-// CHECK:             vector.store {{.*}}, %[[CF]]
-// An edge tile goes through the scratch tile.
+// CHECK:             func.call @frame_gemm_micro_2x8_f32x4(%{{.*}}, %{{.*}}, %[[CD]],
+// An edge tile goes through the zero-padded scratch tile (row stride NR = 8).
 // CHECK:           } else {
 // CHECK:             memref.store {{.*}}, %[[TILE]]
-// CHECK:             vector.fma
+// CHECK:             func.call @frame_gemm_micro_2x8_f32x4(%{{.*}}, %{{.*}}, %[[TD]],
 // CHECK:             scf.if
 // CHECK:               memref.store {{.*}}, %[[CF]]
 // CHECK-LABEL: func.func @f(
@@ -96,6 +105,7 @@ builtin.module {
   }
 }
 
+// CHECK-LABEL: func.func private @frame_gemm_micro_
 // CHECK-LABEL: func.func private @k(
 // CHECK:         scf.for
 // CHECK:           %[[TN:.*]] = memref.view {{.*}} to memref<16xi32>
@@ -107,6 +117,6 @@ builtin.module {
 // CHECK:             memref.load %[[TK]]
 // CHECK:             arith.index_cast {{.*}} : i32 to index
 // CHECK:             memref.load %[[TN]]
-// CHECK:             vector.fma
+// CHECK:             func.call @frame_gemm_micro_
 // TWO-LABEL: func.func private @k(
 // TWO:         } {frame.parallel}
