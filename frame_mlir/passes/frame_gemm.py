@@ -266,16 +266,16 @@ class Blocking:
 
 
 def choose_blocking(m: int, n: int, k: int, *, lanes: int, acc: int, l1: int,
-                    l2: int) -> Blocking:
+                    l2: int, nv: int = 0, mr: int = 0, kc: int = 0) -> Blocking:
     """Block sizes for an m x n x k GEMM on a core with `acc` accumulator registers of
     `lanes` f32 and the given L1/L2 bytes.
 
     The A micro-panel (MR x KC) stays in L1 across a row of tiles; the packed B block
     (KC x NC) stays in L2 across the row panels of A.
     """
-    nv = max(1, min(4 if acc >= 24 else 2, -(-n // lanes)))
-    mr = max(1, min(acc // nv, 16, m))
-    kc = min(k, max(64, min(512, l1 // (8 * mr)) // 8 * 8))
+    nv = nv or max(1, min(4 if acc >= 24 else 2, -(-n // lanes)))
+    mr = mr or max(1, min(acc // nv, 16, m))
+    kc = min(k, kc or max(64, min(512, l1 // (8 * mr)) // 8 * 8))
     nr = nv * lanes
     nc = max(nr, (l2 // (8 * kc)) // nr * nr)
     nc = min(nc, -(-n // nr) * nr)
@@ -602,41 +602,45 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
                 ir.for_(0, m, blk.mc, ic_body)
             ir.for_(0, k, blk.kc, pc_body)
 
+        def pack(ir: _Ir, src: SSAValue, dst: SSAValue, first: SSAValue, extent: Index,
+                 width: int, bound: Index, x0: Index, x_addr: _Addr, k_addr: _Addr,
+                 pc: SSAValue, kc: Index) -> None:
+            """Copy rows/columns [first, first + extent) x k in [pc, pc + kc) of an
+            operand into panels of `width`: panel p at p * KC * width, element (k, w) at
+            k * width + w; zero past `bound`. The loop over the operand's contiguous
+            dim is innermost, so reads stream (A row-major, B transposed: k inner)."""
+            last = ir.sub(bound, 1)
+            k_inner = k_addr.stride == 1 and x_addr.stride != 1
+
+            def panel(ir: _Ir, p0: SSAValue, _: Sequence[SSAValue]) -> None:
+                dst0 = ir.mul(p0, blk.kc)
+
+                def along_x(ir: _Ir, w: SSAValue) -> tuple[Index, SSAValue]:
+                    x = ir.add(first, p0, w)
+                    return x_addr.at(ir, ir.min(x, last)), ir.lt(x, bound)
+
+                def elem(ir: _Ir, kk: SSAValue, w: SSAValue, x_off: Index,
+                         ok: SSAValue) -> None:
+                    v = ir.load(src, ir.add(x0, k_addr.at(ir, ir.add(pc, kk)), x_off))
+                    v = ir.ins(arith.SelectOp(ok, v, zero)).results[0]
+                    ir.store(v, dst, ir.add(dst0, ir.mul(kk, width), w))
+
+                if k_inner:
+                    def col(ir: _Ir, w: SSAValue, _: Sequence[SSAValue]) -> None:
+                        x_off, ok = along_x(ir, w)
+                        ir.for_(0, kc, 1, lambda ir, kk, _: elem(ir, kk, w, x_off, ok))
+                    ir.for_(0, width, 1, col)
+                else:
+                    def row(ir: _Ir, kk: SSAValue, _: Sequence[SSAValue]) -> None:
+                        ir.for_(0, width, 1, lambda ir, w, _: elem(ir, kk, w, *along_x(ir, w)))
+                    ir.for_(0, kc, 1, row)
+            ir.for_(0, extent, width, panel)
+
         def pack_b(ir: _Ir, jc: SSAValue, nc: Index, pc: SSAValue, kc: Index) -> None:
-            last = ir.sub(hi, 1)
-
-            def panel(ir: _Ir, jp: SSAValue, _: Sequence[SSAValue]) -> None:
-                dst0 = ir.mul(jp, blk.kc)  # panel jp / NR starts at (jp / NR) * KC * NR
-
-                def row(ir: _Ir, kk: SSAValue, _: Sequence[SSAValue]) -> None:
-                    src_k = ir.add(b0, bk.at(ir, ir.add(pc, kk)))
-                    dst_k = ir.add(dst0, ir.mul(kk, nr))
-
-                    def col(ir: _Ir, cc: SSAValue, _: Sequence[SSAValue]) -> None:
-                        j = ir.add(jc, jp, cc)
-                        v = ir.load(b_flat, ir.add(src_k, bn.at(ir, ir.min(j, last))))
-                        v = ir.ins(arith.SelectOp(ir.lt(j, hi), v, zero)).results[0]
-                        ir.store(v, bp, ir.add(dst_k, cc))
-                    ir.for_(0, nr, 1, col)
-                ir.for_(0, kc, 1, row)
-            ir.for_(0, nc, nr, panel)
+            pack(ir, b_flat, bp, jc, nc, nr, hi, b0, bn, bk, pc, kc)
 
         def pack_a(ir: _Ir, ic: SSAValue, mc: Index, pc: SSAValue, kc: Index) -> None:
-            def panel(ir: _Ir, ip: SSAValue, _: Sequence[SSAValue]) -> None:
-                dst0 = ir.mul(ip, blk.kc)  # panel ip / MR starts at (ip / MR) * KC * MR
-
-                def row(ir: _Ir, kk: SSAValue, _: Sequence[SSAValue]) -> None:
-                    src_k = ir.add(a0, ak.at(ir, ir.add(pc, kk)))
-                    dst_k = ir.add(dst0, ir.mul(kk, mr))
-
-                    def r_(ir: _Ir, r: SSAValue, _: Sequence[SSAValue]) -> None:
-                        i = ir.add(ic, ip, r)
-                        v = ir.load(a_flat, ir.add(src_k, am.at(ir, ir.min(i, m - 1))))
-                        v = ir.ins(arith.SelectOp(ir.lt(i, m), v, zero)).results[0]
-                        ir.store(v, ap, ir.add(dst_k, r))
-                    ir.for_(0, mr, 1, r_)
-                ir.for_(0, kc, 1, row)
-            ir.for_(0, mc, mr, panel)
+            pack(ir, a_flat, ap, ic, mc, mr, m, a0, am, ak, pc, kc)
 
         def tile_at(ir: _Ir, ic: SSAValue, ip: SSAValue, jc: SSAValue, jp: SSAValue,
                     kc: Index) -> None:
@@ -724,6 +728,10 @@ class FrameGemm(ModulePass):
     l2: int = 1024 * 1024
     threads: int = 1
     min_flops: int = 32768
+    # Overrides of the chosen register tile and k block (0: automatic), for tuning.
+    nv: int = 0
+    mr: int = 0
+    kc: int = 0
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         scratch_of: dict[str, int] = {}
@@ -741,7 +749,7 @@ class FrameGemm(ModulePass):
             if g.m * g.n * g.k * outer < self.min_flops:
                 continue
             blk = choose_blocking(g.m, g.n, g.k, lanes=self.lanes, acc=self.acc, l1=self.l1,
-                                  l2=self.l2)
+                                  l2=self.l2, nv=self.nv, mr=self.mr, kc=self.kc)
             panels = -(-g.n // blk.nr)
             per_task = -(-panels // max(1, self.threads))
             tasks = -(-panels // per_task)

@@ -114,9 +114,9 @@ builtin.module {
 // CHECK:           memref.store {{.*}}, %[[TN]]
 // CHECK:           %[[TK:.*]] = memref.view {{.*}} to memref<8xi32>
 // CHECK:           scf.for %[[N:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK:             memref.load %[[TK]]
-// CHECK:             arith.index_cast {{.*}} : i32 to index
-// CHECK:             memref.load %[[TN]]
+// CHECK-DAG:         memref.load %[[TK]]
+// CHECK-DAG:         memref.load %[[TN]]
+// CHECK-DAG:         arith.index_cast {{.*}} : i32 to index
 // CHECK:             func.call @frame_gemm_micro_
 // TWO-LABEL: func.func private @k(
 // TWO:         } {frame.parallel}
