@@ -404,27 +404,41 @@ def _dynamic(ir: _Ir, value: SSAValue) -> SSAValue:
     return ir.ins(memref.CastOp.get(value, DYNAMIC_F32)).results[0]
 
 
-def micro_kernel(name: str, mr: int, nv: int, lanes: int) -> func.FuncOp:
-    """The register micro-kernel shared by every GEMM of one tile shape:
+def micro_name(rows: int, nv: int, lanes: int, mr: int, nr: int) -> str:
+    return f"frame_gemm_micro_{rows}x{nv * lanes}_p{mr}x{nr}_f32x{lanes}"
 
-        @name(ap, bp, c, pa, pb, c_at, ldc, kc):
-          acc[r][v] = c[c_at + r*ldc + v*L : +L]                 (MR x nv vectors)
+
+def micro_kernel(rows: int, nv: int, lanes: int, mr: int, nr: int) -> func.FuncOp:
+    """The register micro-kernel shared by every GEMM of one tile shape: `rows` rows by
+    `nv` vectors of `lanes` columns, reading A panels of stride MR and B panels of
+    stride NR (edge kernels have fewer rows or vectors than the panels are wide):
+
+        @name(ap, bp, c, pa, pb, c_at, ldc, kc, zero):
+          acc[r][v] = zero ? 0 : c[c_at + r*ldc + v*L : +L]
           for k < kc:  b[v] = bp[pb + k*NR + v*L : +L]
                        acc[r][v] = fma(broadcast(ap[pa + k*MR + r]), b[v], acc[r][v])
           c[c_at + r*ldc + v*L : +L] = acc[r][v]
 
-    One function per module and tile shape keeps the lowered IR (and the compile) small;
-    LLVM inlines it where that pays.
+    `zero` starts from zero instead of C (the first k block of a GEMM whose C was only
+    zero-filled: the fill is dropped). One function per module and tile shape keeps the
+    lowered IR (and the compile) small; LLVM inlines it where that pays.
     """
     vt = VectorType(f32, [lanes])
-    nr = nv * lanes
-    block = Block(arg_types=[DYNAMIC_F32] * 3 + [IndexType()] * 5)
-    ap, bp, cm, pa, pb, c_at, ldc, kc = block.args
+    block = Block(arg_types=[DYNAMIC_F32] * 3 + [IndexType()] * 6)
+    ap, bp, cm, pa, pb, c_at, ldc, kc, zero = block.args
     ir = _Ir(Builder(InsertPoint.at_end(block)))
-    rows = [ir.add(c_at, ir.mul(ldc, r)) for r in range(mr)]
-    at = [[ir.idx(ir.add(rows[r], v * lanes)) for v in range(nv)] for r in range(mr)]
-    accs = [ir.ins(vector.LoadOp(cm, [at[r][v]], vt)).results[0]
-            for r in range(mr) for v in range(nv)]
+    row_at = [ir.add(c_at, ir.mul(ldc, r)) for r in range(rows)]
+    at = [[ir.idx(ir.add(row_at[r], v * lanes)) for v in range(nv)] for r in range(rows)]
+    cond = ir.ins(arith.CmpiOp(zero, ir.idx(0), "ne")).results[0]
+    init = scf.IfOp(cond, [vt] * (rows * nv), [Block()], [Block()])
+    zeros = _Ir(Builder(InsertPoint.at_end(init.true_region.block)))
+    zvec = zeros.ins(arith.ConstantOp(builtin.DenseIntOrFPElementsAttr.from_list(vt, [0.0]))
+                     ).results[0]
+    zeros.ins(scf.YieldOp(*([zvec] * (rows * nv))))
+    loads = _Ir(Builder(InsertPoint.at_end(init.false_region.block)))
+    loads.ins(scf.YieldOp(*(loads.ins(vector.LoadOp(cm, [at[r][v]], vt)).results[0]
+                            for r in range(rows) for v in range(nv))))
+    accs = list(ir.ins(init).results)
 
     def kbody(ir: _Ir, kk: SSAValue, acc: Sequence[SSAValue]) -> list[SSAValue]:
         b_at = ir.add(pb, ir.mul(kk, nr))
@@ -432,17 +446,18 @@ def micro_kernel(name: str, mr: int, nv: int, lanes: int) -> func.FuncOp:
               for v in range(nv)]
         a_at = ir.add(pa, ir.mul(kk, mr))
         out = []
-        for r in range(mr):
+        for r in range(rows):
             av = ir.ins(vector.BroadcastOp(ir.load(ap, ir.add(a_at, r)), vt)).results[0]
             out += [ir.ins(vector.FMAOp(av, bs[v], acc[r * nv + v])).results[0]
                     for v in range(nv)]
         return out
     res = ir.for_(0, kc, 1, kbody, accs)
-    for r in range(mr):
+    for r in range(rows):
         for v in range(nv):
             ir.ins(vector.StoreOp(res[r * nv + v], cm, [at[r][v]]))
     ir.ins(func.ReturnOp())
-    return func.FuncOp(name, func.FunctionType.from_lists([a.type for a in block.args], []),
+    return func.FuncOp(micro_name(rows, nv, lanes, mr, nr),
+                       func.FunctionType.from_lists([a.type for a in block.args], []),
                        Region(block), visibility="private")
 
 
@@ -531,9 +546,10 @@ def _offset(ir: _Ir, opnd: _Operand, outer: dict[int, SSAValue]) -> Index:
 
 
 def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
-               scratch: _Scratch, micro_name: str) -> None:
-    """Insert the blocked GEMM for `g` at `ir`; tiles call `@micro_name` (see
-    `micro_kernel`)."""
+               scratch: _Scratch, micros: dict[str, func.FuncOp], beta0: bool) -> None:
+    """Insert the blocked GEMM for `g` at `ir`. Tiles call the shared micro-kernels
+    (`micro_kernel`), made on first use into `micros`; with `beta0`, C's prior contents
+    are ignored (they were zeros from a fill that the caller drops)."""
     mr, nr = blk.mr, blk.nr
     m, n, k = g.m, g.n, g.k
     tables = _tables(g)
@@ -598,7 +614,7 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
                     mc = ir.min(blk.mc, ir.sub(m, ic))
                     pack_a(ir, ic, mc, pc, kc)
                     ir.for_(0, mc, mr, lambda ir, ip, _: ir.for_(
-                        0, nc, nr, lambda ir, jp, _: tile_at(ir, ic, ip, jc, jp, kc)))
+                        0, nc, nr, lambda ir, jp, _: tile_at(ir, ic, ip, jc, jp, pc, kc)))
                 ir.for_(0, m, blk.mc, ic_body)
             ir.for_(0, k, blk.kc, pc_body)
 
@@ -643,22 +659,29 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
             pack(ir, a_flat, ap, ic, mc, mr, m, a0, am, ak, pc, kc)
 
         def tile_at(ir: _Ir, ic: SSAValue, ip: SSAValue, jc: SSAValue, jp: SSAValue,
-                    kc: Index) -> None:
+                    pc: SSAValue, kc: Index) -> None:
             i0 = ir.add(ic, ip)
             j0 = ir.add(jc, jp)
             pa = ir.mul(ip, blk.kc)
             pb = ir.mul(jp, blk.kc)
+            c_at = ir.add(c0, ir.mul(i0, n), j0)
+            if beta0:  # C was only zero-filled: its first k block starts from zero
+                first = ir.ins(arith.CmpiOp(pc, ir.idx(0), "eq")).results[0]
+                zero_flag: Index = ir.ins(arith.SelectOp(first, ir.idx(1), ir.idx(0))
+                                          ).results[0]
+            else:
+                zero_flag = 0
             full_rows = ir.le(ir.add(i0, mr), m)
             full_cols = ir.le(ir.add(j0, nr), hi)
-            full = ir.ins(arith.AndIOp(full_rows, full_cols)).results[0]
-            c_at = ir.add(c0, ir.mul(i0, n), j0)
 
-            def direct(ir: _Ir) -> None:
-                micro(ir, c_dyn, c_at, n, pa, pb, kc)
+            def run(rows: int, nv: int) -> Callable[[_Ir], None]:
+                def body(ir: _Ir) -> None:
+                    call(ir, rows, nv, c_dyn, c_at, n, pa, pb, kc, zero_flag)
+                return body
 
             def edge(ir: _Ir) -> None:
                 # Copy the valid part of the C tile to a zero-padded MR x NR scratch tile,
-                # run the same micro-kernel on it, copy the valid part back.
+                # run the full micro-kernel on it, copy the valid part back.
                 def copy(back: bool) -> Callable[[_Ir, SSAValue, Sequence[SSAValue]], None]:
                     def rbody(ir: _Ir, r: SSAValue, _: Sequence[SSAValue]) -> None:
                         def cbody(ir: _Ir, cc: SSAValue, _: Sequence[SSAValue]) -> None:
@@ -677,14 +700,33 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
                         ir.for_(0, nr, 1, cbody)
                     return rbody
                 ir.for_(0, mr, 1, copy(False))
-                micro(ir, st.tile_dyn, 0, nr, pa, pb, kc)
+                call(ir, mr, blk.nv, st.tile_dyn, 0, nr, pa, pb, kc, zero_flag)
                 ir.for_(0, mr, 1, copy(True))
-            ir.if_(full, direct, edge)
 
-        def micro(ir: _Ir, cm: SSAValue, c_at: Index, ldc: int, pa: Index, pb: Index,
-                  kc: Index) -> None:
-            ir.ins(func.CallOp(micro_name, [st.ap_dyn, st.bp_dyn, cm, *(ir.idx(v) for v in (
-                pa, pb, c_at, ldc, kc))], []))
+            # Only the last row panel (m % MR rows) and the last column panel (n % NR
+            # columns) are partial. Remainders of whole vectors get exact micro-kernels
+            # that work on C itself; the rest goes through the scratch tile.
+            mr_rem, nr_rem = m % mr, n % nr
+            nv_rem = nr_rem // blk.lanes if nr_rem % blk.lanes == 0 else 0
+            full, whole = run(mr, blk.nv), ir.ins(arith.AndIOp(full_rows, full_cols)).results[0]
+            if mr_rem and nv_rem:
+                ir.if_(full_cols,
+                       lambda ir: ir.if_(full_rows, full, run(mr_rem, blk.nv)),
+                       lambda ir: ir.if_(full_rows, run(mr, nv_rem), run(mr_rem, nv_rem)))
+            elif mr_rem:
+                ir.if_(full_cols, lambda ir: ir.if_(full_rows, full, run(mr_rem, blk.nv)), edge)
+            elif nv_rem:
+                ir.if_(full_rows, lambda ir: ir.if_(full_cols, full, run(mr, nv_rem)), edge)
+            else:
+                ir.if_(whole, full, edge)
+
+        def call(ir: _Ir, rows: int, nv: int, cm: SSAValue, c_at: Index, ldc: int,
+                 pa: Index, pb: Index, kc: Index, zero_flag: Index) -> None:
+            name = micro_name(rows, nv, blk.lanes, mr, nr)
+            if name not in micros:
+                micros[name] = micro_kernel(rows, nv, blk.lanes, mr, nr)
+            ir.ins(func.CallOp(name, [st.ap_dyn, st.bp_dyn, cm, *(ir.idx(v) for v in (
+                pa, pb, c_at, ldc, kc, zero_flag))], []))
 
         ir.for_(lo, hi, blk.nc, jc_body)
 
@@ -705,6 +747,54 @@ def _kernel_generic(fn: func.FuncOp) -> linalg.GenericOp | None:
     if len(generics) != 1 or rest:
         return None
     return generics[0]
+
+
+def _c_arg_index(fn: func.FuncOp, generic: linalg.GenericOp) -> int | None:
+    """Which argument of kernel `fn` is its GEMM's output C (None if C is not one)."""
+    out = generic.outputs[0]
+    args = list(fn.body.blocks[0].args)
+    return args.index(out) if out in args else None
+
+
+def _is_zero_fill(fn: func.FuncOp) -> bool:
+    """A kernel whose whole body fills its one argument with +0.0."""
+    if not fn.body.blocks or len(fn.body.blocks[0].args) != 1:
+        return False
+    ops = [o for o in fn.body.blocks[0].ops if not isinstance(o, func.ReturnOp)]
+    fills = [o for o in ops if isinstance(o, linalg.FillOp)]
+    consts = [o for o in ops if isinstance(o, arith.ConstantOp)]
+    if len(fills) != 1 or len(ops) != len(fills) + len(consts):
+        return False
+    value = fills[0].inputs[0].owner
+    return isinstance(value, arith.ConstantOp) and isinstance(value.value, builtin.FloatAttr) \
+        and str(value.value.value.data) == "0.0"
+
+
+def _zero_fills_before(module: builtin.ModuleOp, c_index: dict[str, int | None]
+                       ) -> dict[str, list[func.CallOp]]:
+    """For each GEMM kernel whose every call is right after a call that zero-fills its C
+    (only constants and views in between), those fill calls: the GEMM can start its
+    first k block from zero and the fills can go."""
+    kernels = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
+    found: dict[str, list[func.CallOp]] = {}
+    refused: set[str] = set()
+    for fn in kernels.values():
+        for call in (o for o in fn.walk() if isinstance(o, func.CallOp)):
+            name = call.callee.root_reference.data
+            if name not in c_index:
+                continue
+            index = c_index[name]
+            prev = call.prev_op
+            while isinstance(prev, arith.ConstantOp | memref.ViewOp):
+                prev = prev.prev_op
+            fill = kernels.get(prev.callee.root_reference.data) \
+                if isinstance(prev, func.CallOp) else None
+            if index is None or fill is None or not _is_zero_fill(fill) or \
+                    prev.operands[0] is not call.operands[index]:  # type: ignore[union-attr]
+                refused.add(name)
+                continue
+            found.setdefault(name, []).append(prev)  # type: ignore[arg-type]
+    return {k: v for k, v in found.items() if k not in refused}
 
 
 def _arena_arg(fn: func.FuncOp) -> int | None:
@@ -734,20 +824,22 @@ class FrameGemm(ModulePass):
     kc: int = 0
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        scratch_of: dict[str, int] = {}
-        micros: dict[str, func.FuncOp] = {}
+        plans: list[tuple[func.FuncOp, linalg.GenericOp, Contraction]] = []
         for fn in list(op.ops):
             if not isinstance(fn, func.FuncOp):
                 continue
             generic = _kernel_generic(fn)
-            if generic is None:
+            g = analyze(generic) if generic is not None else None
+            if generic is None or g is None:
                 continue
-            g = analyze(generic)
-            if g is None:
+            if g.m * g.n * g.k * prod(g.sizes[d] for d in g.outer) < self.min_flops:
                 continue
-            outer = prod(g.sizes[d] for d in g.outer)
-            if g.m * g.n * g.k * outer < self.min_flops:
-                continue
+            plans.append((fn, generic, g))
+        fills = _zero_fills_before(
+            op, {fn.sym_name.data: _c_arg_index(fn, generic) for fn, generic, _ in plans})
+        scratch_of: dict[str, int] = {}
+        micros: dict[str, func.FuncOp] = {}
+        for fn, generic, g in plans:
             blk = choose_blocking(g.m, g.n, g.k, lanes=self.lanes, acc=self.acc, l1=self.l1,
                                   l2=self.l2, nv=self.nv, mr=self.mr, kc=self.kc)
             panels = -(-g.n // blk.nr)
@@ -764,15 +856,22 @@ class FrameGemm(ModulePass):
                 [a.type for a in block.args], [])
             if fn.arg_attrs is not None:
                 fn.arg_attrs = ArrayAttr([*fn.arg_attrs.data, builtin.DictionaryAttr({})])
-            micro_name = f"frame_gemm_micro_{blk.mr}x{blk.nr}_f32x{blk.lanes}"
-            if micro_name not in micros:
-                micros[micro_name] = micro_kernel(micro_name, blk.mr, blk.nv, blk.lanes)
-                Rewriter.insert_op(micros[micro_name], InsertPoint.before(fn))
+            name = fn.sym_name.data
+            beta0 = name in fills
             ir = _Ir(Builder(InsertPoint.before(generic)))
-            build_gemm(ir, g, blk, tasks, ws, scratch, micro_name)
+            build_gemm(ir, g, blk, tasks, ws, scratch, micros, beta0)
             generic.detach()
             generic.erase()
-            scratch_of[fn.sym_name.data] = nbytes
+            scratch_of[name] = nbytes
+            for fill_call in fills.get(name, []):
+                fill_call.detach()
+                fill_call.erase()
+        first = next((f for f in op.ops if isinstance(f, func.FuncOp)), None)
+        for micro in micros.values():
+            if first is None:
+                op.body.block.add_op(micro)
+            else:
+                Rewriter.insert_op(micro, InsertPoint.before(first))
         if scratch_of:
             self._give_scratch(op, scratch_of)
 

@@ -26,10 +26,14 @@ builtin.module {
 
 // The micro-kernel, shared by every GEMM of this tile shape: accumulators loaded from
 // C, one broadcast of A and one fma per accumulator and k, stored back after the k loop.
-// CHECK-LABEL: func.func private @frame_gemm_micro_2x8_f32x4(
-// CHECK-SAME:    %[[MA:.*]]: memref<?xf32>, %[[MB:.*]]: memref<?xf32>, %[[MC:.*]]: memref<?xf32>, %[[PA:.*]]: index, %[[PB:.*]]: index, %[[CAT:.*]]: index, %[[LDC:.*]]: index, %[[KC:.*]]: index)
+// CHECK-LABEL: func.func private @frame_gemm_micro_2x8_p2x8_f32x4(
+// CHECK-SAME:    %[[MA:.*]]: memref<?xf32>, %[[MB:.*]]: memref<?xf32>, %[[MC:.*]]: memref<?xf32>, %[[PA:.*]]: index, %[[PB:.*]]: index, %[[CAT:.*]]: index, %[[LDC:.*]]: index, %[[KC:.*]]: index, %[[ZERO:.*]]: index)
 // CHECK:         %[[R1:.*]] = arith.addi %[[CAT]], %[[LDC]] : index
-// CHECK-COUNT-4: vector.load %[[MC]]
+// CHECK:         %[[Z:.*]] = arith.cmpi ne, %[[ZERO]]
+// CHECK:         scf.if %[[Z]] -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>) {
+// CHECK:           arith.constant dense<0.000000e+00> : vector<4xf32>
+// CHECK:         } else {
+// CHECK-COUNT-4:   vector.load %[[MC]]
 // CHECK:         scf.for %[[K:.*]] = %{{.*}} to %[[KC]] step %{{.*}} iter_args(
 // CHECK-COUNT-2:   vector.load %[[MB]]
 // CHECK:           %[[AV:.*]] = memref.load %[[MA]]
@@ -59,11 +63,11 @@ builtin.module {
 // CHECK:           memref.store {{.*}}, %[[AP]]
 // A full tile runs the micro-kernel on C itself (row stride 8 = N).
 // CHECK:           scf.if
-// CHECK:             func.call @frame_gemm_micro_2x8_f32x4(%{{.*}}, %{{.*}}, %[[CD]],
+// CHECK:             func.call @frame_gemm_micro_2x8_p2x8_f32x4(%{{.*}}, %{{.*}}, %[[CD]],
 // An edge tile goes through the zero-padded scratch tile (row stride NR = 8).
 // CHECK:           } else {
 // CHECK:             memref.store {{.*}}, %[[TILE]]
-// CHECK:             func.call @frame_gemm_micro_2x8_f32x4(%{{.*}}, %{{.*}}, %[[TD]],
+// CHECK:             func.call @frame_gemm_micro_2x8_p2x8_f32x4(%{{.*}}, %{{.*}}, %[[TD]],
 // CHECK:             scf.if
 // CHECK:               memref.store {{.*}}, %[[CF]]
 // CHECK-LABEL: func.func @f(
@@ -120,3 +124,44 @@ builtin.module {
 // CHECK:             func.call @frame_gemm_micro_
 // TWO-LABEL: func.func private @k(
 // TWO:         } {frame.parallel}
+
+// -----
+
+// C zero-filled by a kernel call right before the GEMM: the fill goes, and the first
+// k block starts from zero (the micro-kernel's last argument is 1 when pc == 0). M = 7
+// rows leave a remainder of one row under MR = 2: an exact 1 x 8 micro-kernel runs on
+// C directly instead of the scratch tile.
+
+builtin.module {
+  func.func private @zero(%c: memref<7x8xf32>) {
+    %z = arith.constant 0.000000e+00 : f32
+    linalg.fill ins(%z : f32) outs(%c : memref<7x8xf32>)
+    func.return
+  }
+  func.func private @k(%a: memref<7x5xf32>, %b: memref<5x8xf32>, %c: memref<7x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<7x5xf32>, memref<5x8xf32>) outs(%c : memref<7x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func @f(%a: memref<7x5xf32>, %b: memref<5x8xf32>, %arena: memref<256xi8> {frame.arena}) attributes {frame.arena_size = 256 : i64} {
+    %0 = arith.constant 0 : index
+    %c = memref.view %arena[%0][] : memref<256xi8> to memref<7x8xf32>
+    func.call @zero(%c) : (memref<7x8xf32>) -> ()
+    func.call @k(%a, %b, %c) : (memref<7x5xf32>, memref<5x8xf32>, memref<7x8xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-DAG:   func.func private @frame_gemm_micro_2x8_p2x8_f32x4(
+// CHECK-DAG:   func.func private @frame_gemm_micro_1x8_p2x8_f32x4(
+// CHECK-LABEL: func.func private @k(
+// CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : index
+// CHECK:           %[[FLAG:.*]] = arith.select %[[FIRST]], %{{.*}}, %{{.*}} : index
+// CHECK:           func.call @frame_gemm_micro_2x8_p2x8_f32x4({{.*}}, %[[FLAG]])
+// CHECK:           func.call @frame_gemm_micro_1x8_p2x8_f32x4({{.*}}, %[[FLAG]])
+// CHECK-LABEL: func.func @f(
+// CHECK-NOT:     func.call @zero
+// CHECK:         func.call @k(
