@@ -14,7 +14,11 @@ plus plain loops for the rows and columns left over. Each B vector loaded for a 
 feeds TM rows, and the TM x TN tile of C is invariant in k, so (in a kernel whose
 pointers are noalias) LLVM keeps it in vector registers for the whole k loop:
 the loads per FMA drop by TM. Other generics are left to convert-linalg-to-loops.
-Guarantees: same result and same summation order over k as the untiled loops.
+Guarantees: same result and same summation order over k as the untiled loops. When
+the matmul does at least MIN_PARALLEL_WORK multiply-adds, the top-level loops (over
+tiles of rows, and over the rows left over) are marked `frame.parallel` for
+frame-parallelize; the kernel's `frame.parallel_dims` is dropped either way (it
+described the linalg op's loops).
 """
 
 from __future__ import annotations
@@ -25,12 +29,18 @@ from dataclasses import dataclass
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, math, memref, scf
-from xdsl.dialects.builtin import IndexType, MemRefType
+from xdsl.dialects.builtin import IndexType, MemRefType, UnitAttr
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+
+from frame_mlir.passes.frame_parallelize import (
+    MIN_PARALLEL_WORK,
+    PARALLEL_ATTR,
+    PARALLEL_DIMS_ATTR,
+)
 
 TM = 4  # rows of C per tile
 TN_MAX = 64  # columns of C per tile: 4 vectors of 16 f32 (16 accumulators in all)
@@ -74,12 +84,13 @@ class _Loops:
         return (b or self.b).insert(arith.ConstantOp(builtin.IntegerAttr(v, IndexType()))).result
 
     def loop(self, b: Builder, lb: int, ub: int, step: int,
-             body: Callable[[Builder, SSAValue], None]) -> None:
+             body: Callable[[Builder, SSAValue], None]) -> scf.ForOp:
         block = Block(arg_types=[IndexType()])
         inner = Builder(InsertPoint.at_end(block))
         body(inner, block.args[0])
         inner.insert(scf.YieldOp())
-        b.insert(scf.ForOp(self.const(lb, b), self.const(ub, b), self.const(step, b), [], block))
+        return b.insert(scf.ForOp(self.const(lb, b), self.const(ub, b), self.const(step, b),
+                                  [], block))
 
     def add(self, b: Builder, x: SSAValue, y: SSAValue | int) -> SSAValue:
         if isinstance(y, int):
@@ -94,6 +105,14 @@ def _mac(b: Builder, a_val: SSAValue, bm: SSAValue, cm: SSAValue,
     b.insert(memref.StoreOp.get(b.insert(math.FmaOp(a_val, bv, cv)).result, cm, [i, j]))
 
 
+def _mark_parallel(loop: scf.ForOp, worth: bool) -> None:
+    """Mark a loop over rows of C `frame.parallel` for frame-parallelize (its
+    iterations write disjoint rows of C and only read A and B) when the matmul is
+    `worth` a wake-up of the thread pool."""
+    if worth:
+        loop.attributes[PARALLEL_ATTR] = UnitAttr()
+
+
 def _tile(op: linalg.GenericOp, transposed_a: bool) -> list[Operation] | None:
     am, bm, cm = op.operands
     m, n = cm.type.get_shape()  # type: ignore[attr-defined]
@@ -105,6 +124,7 @@ def _tile(op: linalg.GenericOp, transposed_a: bool) -> list[Operation] | None:
     block = Block()
     b = Builder(InsertPoint.at_end(block))
     lp = _Loops(b)
+    worth = m * n * k_dim >= MIN_PARALLEL_WORK  # multiply-adds
 
     def load_a(bb: Builder, i: SSAValue, k: SSAValue) -> SSAValue:
         idx = [k, i] if transposed_a else [i, k]
@@ -128,9 +148,9 @@ def _tile(op: linalg.GenericOp, transposed_a: bool) -> list[Operation] | None:
                 a = load_a(bk, i, k)
                 lp.loop(bk, j_lo, j_hi, 1, lambda bj, j: _mac(bj, a, bm, cm, k, i, j))
             lp.loop(bi, 0, k_dim, 1, kloop)
-        lp.loop(b, i_lo, i_hi, 1, rows)
+        _mark_parallel(lp.loop(b, i_lo, i_hi, 1, rows), worth)
 
-    lp.loop(b, 0, mt, TM, tiles)
+    _mark_parallel(lp.loop(b, 0, mt, TM, tiles), worth)
     if nt < n:
         plain(0, m, nt, n)
     if mt < m:
@@ -155,5 +175,10 @@ class FrameTileMatmul(ModulePass):
                     continue
                 loops = _tile(inner, layout)
                 if loops is not None:
+                    kernel = inner.parent_op()
+                    if kernel is not None:
+                        # The op's loops are not convert-linalg-to-loops' any more: the
+                        # row loops carry frame.parallel themselves.
+                        kernel.attributes.pop(PARALLEL_DIMS_ATTR, None)
                     Rewriter.insert_op(loops, InsertPoint.before(inner))
                     Rewriter.erase_op(inner)

@@ -4,7 +4,8 @@ The flags are part of the numerical contract, not tuning: `-ffp-contract=off` be
 GCC contracts `a * b + c` into an FMA by default and the JIT never does (its only fused
 operation is the explicit `math.fma`, emitted as `std::fma`); `-march=native` where the
 compiler has it, so that `std::fma` is an instruction rather than a libm call. The build
-type defaults to Release (`-O3`). `-fschedule-insns -fsched-pressure` (GCC) only affects
+type defaults to Release (`-O3`). `Threads::Threads` is linked for the thread pool of
+kernels split over threads (`thread_pool.py`). `-fschedule-insns -fsched-pressure` (GCC) only affects
 speed.
 """
 
@@ -40,6 +41,10 @@ endif()
 
 add_executable({target} {' '.join(sources)})
 target_compile_features({target} PRIVATE cxx_std_17)
+# Kernels split over threads run on a std::thread pool.
+set(THREADS_PREFER_PTHREAD_FLAG ON)
+find_package(Threads REQUIRED)
+target_link_libraries({target} PRIVATE Threads::Threads)
 set_target_properties({target} PROPERTIES CXX_EXTENSIONS OFF)
 
 # Bit-for-bit agreement with frame-run needs IEEE float arithmetic exactly as written:

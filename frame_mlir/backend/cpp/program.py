@@ -15,8 +15,11 @@ stage, translates every function with the op-by-op emitter (`emitter.py`) and ad
   V as Python's `f"{v:.9g}"`), then the predictions block of `@<model>_predict`;
   the loop's wall time goes to stderr (`train_seconds S`) so stdout stays identical.
 
-The program needs only the C++17 standard library; `frame-dslc --emit SPEC --out DIR`
-calls `emit_program`.
+Kernels split over threads (`frame_rt.parallel_for`, see frame-parallelize) run on a
+`std::thread` pool (`thread_pool.py`) with the thread count the program was emitted
+with (`frame-dslc --emit --threads N`, default the emitting host's); the output is the
+same bits for every count. The program needs only the C++17 standard library (and the
+platform's threads); `frame-dslc --emit SPEC --out DIR` calls `emit_program`.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from frame_mlir.backend.cpp.emitter import (
 )
 from frame_mlir.frontend.lower_spec import LoweredModel, lower_spec
 from frame_mlir.frontend.spec import InlineInit, ModelSpec, TensorInit, UniformInit
-from frame_mlir.passes.pipeline import run_pipeline
+from frame_mlir.passes.pipeline import CompileOptions, run_pipeline
 from frame_mlir.runtime.executable import FunctionSignature, signatures
 
 __all__ = [
@@ -60,22 +63,21 @@ _F32 = Float32Type()
 
 @dataclass(frozen=True)
 class LoopsModule:
-    """A spec lowered to the `loops` stage, with the ABI read at the bufferized stage."""
+    """A spec lowered to the `loops` stage, with the ABI read there."""
 
     module: ModuleOp
     signatures: dict[str, FunctionSignature]
     lowered: LoweredModel
 
 
-def lower_to_loops(spec: ModelSpec) -> LoopsModule:
-    """Run the shared pipeline up to `loops`, reading the functions' signatures at
-    `bufferized` (the argument kinds; later stages keep them), as the JIT does."""
+def lower_to_loops(spec: ModelSpec, options: CompileOptions | None = None) -> LoopsModule:
+    """Run the shared pipeline up to `loops` and read the functions' signatures there,
+    as the JIT does: kernels of that stage (frame-gemm) may add scratch to the arena.
+    `options.threads` is baked into the program (default: the host's, as for the JIT)."""
     lowered = lower_spec(spec)
-    lr = spec.optimizer.learning_rate
-    run_pipeline(lowered.module, lr, stop_after="bufferized")
-    sigs = signatures(lowered.module)
-    run_pipeline(lowered.module, lr, start_after="bufferized", stop_after="loops")
-    return LoopsModule(lowered.module, sigs, lowered)
+    run_pipeline(lowered.module, spec.optimizer.learning_rate, stop_after="loops",
+                 options=options)
+    return LoopsModule(lowered.module, signatures(lowered.module), lowered)
 
 
 @dataclass(frozen=True)
@@ -319,9 +321,11 @@ class _MainWriter:
         return "\n".join(self.lines) + "\n"
 
 
-def generate_program(spec: ModelSpec, loops: LoopsModule | None = None) -> str:
-    """The text of `main.cpp` for `spec` (lowered here unless `loops` is given)."""
-    loops = loops or lower_to_loops(spec)
+def generate_program(spec: ModelSpec, loops: LoopsModule | None = None,
+                     options: CompileOptions | None = None) -> str:
+    """The text of `main.cpp` for `spec` (lowered here with `options` unless `loops` is
+    given)."""
+    loops = loops or lower_to_loops(spec, options)
     cpp = emit_module(loops.module)
     cpp.includes.update({"chrono", "cmath", "cstddef", "cstdint", "cstdio", "random"})
     main_text = _MainWriter(spec, loops, cpp).write()
@@ -337,8 +341,10 @@ def generate_program(spec: ModelSpec, loops: LoopsModule | None = None) -> str:
     return header + "\n" + cpp.text() + _SUPPORT + "\n" + main_text
 
 
-def emit_program(spec: ModelSpec, out_dir: Path) -> list[Path]:
+def emit_program(spec: ModelSpec, out_dir: Path,
+                 options: CompileOptions | None = None) -> list[Path]:
     """Write `out_dir/main.cpp` and `out_dir/CMakeLists.txt`; returns their paths.
+    `options` as for the JIT (`threads`: how many threads the kernels run on).
 
     Build and run: `cmake -S DIR -B DIR/build && cmake --build DIR/build &&
     DIR/build/<model>`.
@@ -350,7 +356,7 @@ def emit_program(spec: ModelSpec, out_dir: Path) -> list[Path]:
                                  str(out_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
     main_cpp = out_dir / "main.cpp"
-    main_cpp.write_text(generate_program(spec))
+    main_cpp.write_text(generate_program(spec, options=options))
     cmake = out_dir / "CMakeLists.txt"
     cmake.write_text(cmake_lists(spec.name))
     return [main_cpp, cmake]
