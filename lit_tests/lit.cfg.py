@@ -20,3 +20,12 @@ config.environment["PATH"] = os.pathsep.join(  # noqa: F821
 )
 repo_root = os.path.dirname(config.test_source_root)  # noqa: F821
 config.substitutions.append(("%testdata", os.path.join(repo_root, "testdata")))  # noqa: F821
+
+# The tools' compile cache: never the user's own (lit scrubs the environment, so the
+# tools would otherwise fall back to the per-user folder). A folder of the ignored
+# Output tree, kept between runs like any build output; keys cover the compiler's
+# sources, so an edit never loads an old object.
+config.environment["FRAME_CACHE_DIR"] = os.path.join(  # noqa: F821
+    config.test_source_root, "Output", "frame-cache"  # noqa: F821
+)
+config.environment["FRAME_CACHE_MAX_BYTES"] = str(64 << 20)  # noqa: F821

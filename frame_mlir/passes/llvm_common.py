@@ -198,10 +198,11 @@ def static_strides(typ: MemRefType) -> list[int]:
     """Row-major element strides of a statically shaped, identity-layout memref.
 
     Raises PassFailedException otherwise: the bare-pointer ABI carries no sizes or
-    strides at run time.
+    strides at run time. Only the leading dimension may be dynamic (`memref<?xf32>`,
+    the losses of frame-train-loop): no row-major stride depends on it.
     """
     shape = typ.get_shape()
-    if any(d < 0 for d in shape):
+    if any(d < 0 for d in shape[1:]):
         raise PassFailedException(f"bare-pointer lowering needs a static shape, got {typ}")
     layout = typ.layout
     identity = isinstance(layout, NoneAttr) or (

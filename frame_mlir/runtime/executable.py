@@ -2,11 +2,17 @@
 
 After bufferization every function takes only memrefs, and its argument
 attributes say what each one is: a data input, a parameter (`frame.param`),
-an out-parameter for a result (`frame.output`) or the arena (`frame.arena`).
-`compile_module` runs the shared pipeline, reads that signature at the
-bufferized stage, finishes the lowering and JIT-compiles the module;
-`Executable` then calls its functions on numpy-owned host buffers. numpy only
-holds memory here: every computation runs in the generated code.
+an out-parameter for a result (`frame.output`), the arena (`frame.arena`), or,
+for a training loop (frame-train-loop), the step count (`frame.steps`) and the
+buffer of losses (`frame.losses`). `compile_module` runs the shared pipeline,
+reads that signature after the `loops` stage, finishes the lowering and
+JIT-compiles the module; `Executable` then calls its functions on numpy-owned
+host buffers. numpy only holds memory here: every computation runs in the
+generated code.
+
+Nothing here imports xDSL until a module is compiled: a run whose object comes
+from the compile cache builds its signatures from the entry (`FunctionSignature.
+from_json`).
 """
 
 from __future__ import annotations
@@ -15,30 +21,55 @@ import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import MemRefType, ModuleOp
-from xdsl.passes import ModulePass
 
 from frame_mlir.backend.llvm.jit import JitModule, jit_compile
-from frame_mlir.backend.llvm.translate import to_llvm_text
-from frame_mlir.passes.pipeline import CompileOptions, run_pipeline
 
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.passes import ModulePass
+
+    from frame_mlir.backend.llvm.cache import CompileCache
+    from frame_mlir.compile_options import CompileOptions
+
+#: Argument kinds, from the argument attributes (see `signatures`).
+ARG_KINDS = ("input", "param", "output", "arena", "steps", "losses")
 
 @dataclass(frozen=True)
 class ArgInfo:
     """One pointer argument of a compiled function."""
 
     name: str
-    kind: str  # "input" | "param" | "output" | "arena"
-    shape: tuple[int, ...]
+    kind: str  # one of ARG_KINDS
+    shape: tuple[int, ...]  # -1 for a dynamic dimension (the losses of a train loop)
     result_index: int | None = None  # for outputs, and for params updated in place
     dtype: np.dtype = np.dtype(np.float32)  # host storage dtype (uint8 for the arena)
 
     @property
+    def dynamic(self) -> bool:
+        """Whether the buffer's size is chosen at run time (the caller's)."""
+        return any(d < 0 for d in self.shape)
+
+    @property
     def nbytes(self) -> int:
+        if self.dynamic:
+            raise ValueError(f"argument '{self.name}' has a dynamic shape: its size is "
+                             "the caller's choice")
         return self.dtype.itemsize * prod(self.shape)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "shape": list(self.shape),
+                "result_index": self.result_index, "dtype": self.dtype.str}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ArgInfo:
+        if d["kind"] not in ARG_KINDS:
+            raise ValueError(f"unknown argument kind {d['kind']!r}")
+        index = d["result_index"]
+        return cls(str(d["name"]), d["kind"], tuple(int(x) for x in d["shape"]),
+                   None if index is None else int(index), np.dtype(d["dtype"]))
 
 
 @dataclass(frozen=True)
@@ -52,9 +83,20 @@ class FunctionSignature:
     def of_kind(self, *kinds: str) -> list[ArgInfo]:
         return [a for a in self.args if a.kind in kinds]
 
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "args": [a.to_json() for a in self.args],
+                "arena_size": self.arena_size}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> FunctionSignature:
+        return cls(str(d["name"]), tuple(ArgInfo.from_json(a) for a in d["args"]),
+                   int(d["arena_size"]))
+
 
 def host_dtype(elem: object) -> np.dtype:
     """Host storage of a memref element type (i8 is the byte arena)."""
+    from xdsl.dialects import builtin
+
     if isinstance(elem, builtin.Float32Type):
         return np.dtype(np.float32)
     if isinstance(elem, builtin.Float16Type):
@@ -66,6 +108,9 @@ def host_dtype(elem: object) -> np.dtype:
 
 def signatures(module: ModuleOp) -> dict[str, FunctionSignature]:
     """Read the ABI of every bufferized func.func from its argument attributes."""
+    from xdsl.dialects import builtin, func
+    from xdsl.dialects.builtin import MemRefType
+
     out: dict[str, FunctionSignature] = {}
     for fn in module.ops:
         if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
@@ -79,7 +124,7 @@ def signatures(module: ModuleOp) -> dict[str, FunctionSignature]:
             if not isinstance(arg.type, MemRefType):
                 raise ValueError(f"@{fn.sym_name.data}: argument #{i} is not a memref; "
                                  "signatures are read after bufferization")
-            shape = tuple(arg.type.get_shape())
+            shape = tuple(-1 if d < 0 else d for d in arg.type.get_shape())
             dtype = host_dtype(arg.type.element_type)
             entries = d.data if d is not None else {}
             name = arg.name_hint or f"arg{i}"
@@ -87,6 +132,10 @@ def signatures(module: ModuleOp) -> dict[str, FunctionSignature]:
             alias_idx = alias.value.data if isinstance(alias, builtin.IntegerAttr) else None
             if "frame.arena" in entries:
                 args.append(ArgInfo("arena", "arena", shape, dtype=dtype))
+            elif "frame.steps" in entries:
+                args.append(ArgInfo(name, "steps", shape, dtype=dtype))
+            elif "frame.losses" in entries:
+                args.append(ArgInfo(name, "losses", shape, dtype=dtype))
             elif "frame.output" in entries:
                 r = entries["frame.output"]
                 assert isinstance(r, builtin.IntegerAttr)
@@ -114,12 +163,27 @@ class Executable:
     """A JIT-compiled module with the signatures of its functions."""
 
     def __init__(self, llvm_module: ModuleOp, sigs: dict[str, FunctionSignature], *,
-                 opt_level: int = 3):
+                 opt_level: int = 3, cache: CompileCache | None = None):
+        from frame_mlir.backend.llvm.translate import to_llvm_text
+
+        llvm_ir = to_llvm_text(llvm_module)
+        self._init(jit_compile(llvm_ir, opt_level=opt_level, cache=cache), sigs, llvm_ir)
+
+    def _init(self, jit: JitModule, sigs: dict[str, FunctionSignature],
+              llvm_ir: str | None) -> None:
         self.signatures = sigs
-        self.llvm_ir = to_llvm_text(llvm_module)
-        self.jit: JitModule = jit_compile(self.llvm_ir, opt_level=opt_level)
+        self.llvm_ir = llvm_ir  # None when the code came from the compile cache
+        self.jit = jit
         self._arena: np.ndarray | None = None  # made by the first __call__: a Session
         # brings its own, and an arena can be large
+
+    @classmethod
+    def from_jit(cls, jit: JitModule, sigs: dict[str, FunctionSignature],
+                 llvm_ir: str | None = None) -> Executable:
+        """An executable around code compiled (or loaded from the cache) already."""
+        ex = cls.__new__(cls)
+        ex._init(jit, sigs, llvm_ir)
+        return ex
 
     @property
     def arena(self) -> np.ndarray:
@@ -142,6 +206,11 @@ class Executable:
         result index too, so inputs are never mutated.
         """
         sig = self.signatures[name]
+        loop_args = sig.of_kind("steps", "losses")
+        if loop_args:
+            raise ValueError(f"@{name} is a training loop (arguments "
+                             f"{', '.join(a.name for a in loop_args)}): run it through "
+                             "frame_mlir.runtime.trainer.Session.run")
         ins = sig.of_kind("input", "param")
         if len(inputs) != len(ins):
             raise ValueError(f"@{name} expects {len(ins)} inputs "
@@ -170,14 +239,26 @@ class Executable:
         return tuple(results[i] for i in sorted(results))
 
 
+_ENV_CACHE: Any = object()  # compile_module's default: the cache the environment asks for
+
+
 def compile_module(module: ModuleOp, *, lr: float | None = None, opt_level: int = 3,
                    after_pass: Callable[[ModulePass, ModuleOp], None] | None = None,
-                   options: CompileOptions | None = None) -> Executable:
+                   options: CompileOptions | None = None,
+                   cache: CompileCache | None = _ENV_CACHE) -> Executable:
     """Run the shared pipeline on a frame module (in place) and JIT-compile it.
 
     `lr` fuses SGD into `@f_train_step`; without it `@f_grad` returns gradients.
+    The LLVM compile goes through `cache` (keyed by the LLVM IR text; default
+    `CompileCache.from_env()`, None for none): the xDSL pipeline always runs.
     """
+    from frame_mlir.passes.pipeline import run_pipeline
+
+    if cache is _ENV_CACHE:
+        from frame_mlir.backend.llvm.cache import CompileCache
+
+        cache = CompileCache.from_env()
     run_pipeline(module, lr, stop_after="loops", after_pass=after_pass, options=options)
     sigs = signatures(module)  # after `loops`: kernels may add scratch to the arena
     run_pipeline(module, lr, start_after="loops", after_pass=after_pass, options=options)
-    return Executable(module, sigs, opt_level=opt_level)
+    return Executable(module, sigs, opt_level=opt_level, cache=cache)

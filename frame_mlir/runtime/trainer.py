@@ -1,26 +1,40 @@
 """Training a v0 spec with the JIT-compiled train step.
 
 The host side only owns buffers: the data input, target, parameters and the
-arena are numpy arrays whose pointers are handed to `@<model>_train_step`,
-which computes forward, backward and the fused SGD update in place.
+arena are numpy arrays whose pointers are handed to the generated code. A v0 spec
+trains one fixed batch, so `train()` runs all its steps in one native call of
+`@<model>_train_loop` (frame-train-loop), which calls `@<model>_train_step`
+(forward, backward and the fused SGD update, in place) once per step and writes
+each step's loss into a buffer; `Session.step()` still runs a single step.
+
+`CompiledSpec` goes through the compile cache (`frame_mlir.backend.llvm.cache`):
+the key comes from the validated spec and the compile options, so a cache hit
+loads the object and the facts stored with it without importing xDSL or running
+the pass pipeline.
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
-from frame_mlir.frontend.lower_spec import LoweredModel, lower_spec
 from frame_mlir.frontend.spec import ModelSpec
-from frame_mlir.passes.pipeline import CompileOptions
-from frame_mlir.runtime.executable import FunctionSignature, aligned_empty, compile_module
+from frame_mlir.runtime.executable import Executable, FunctionSignature, aligned_empty
 from frame_mlir.runtime.random import InitialValues, generate_initial_values
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.passes import ModulePass
+
+    from frame_mlir.backend.llvm.cache import CacheEntry, CompileCache
+    from frame_mlir.compile_options import CompileOptions
+    from frame_mlir.frontend.lower_spec import LoweredModel
 
 
 @dataclass
@@ -37,32 +51,152 @@ class TrainResult:
     train_seconds: float
 
 
+def _plain(value: Any) -> Any:
+    """A spec (nested frozen dataclasses, tuples, mappings) as plain JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def spec_cache_material(spec: ModelSpec, opt_level: int,
+                        options: CompileOptions | None) -> dict[str, Any]:
+    """What a spec's compiled object depends on besides the toolchain.
+
+    The whole validated spec except `training.steps` and `training.log_every`: the
+    train loop takes its step count at run time and logging is the host's, so one
+    object serves every step count. `options=None` is the pipeline's default
+    `CompileOptions()`, whose thread count resolves to `default_threads()` (the
+    environment and the cores, read here so that no xDSL import is needed).
+    """
+    doc = _plain(spec)
+    for run_time_only in ("steps", "log_every"):
+        doc["training"].pop(run_time_only)
+    if options is None:
+        from frame_mlir.backend.host import default_threads
+
+        opts: Any = {"default": True, "threads": default_threads()}
+    else:
+        opts = _plain(options.resolved())  # what the compile uses: threads filled in
+    return {"spec": doc, "opt_level": opt_level, "options": opts}
+
+
+#: `CompiledSpec(cache=...)`'s default: the cache the environment asks for.
+ENV_CACHE: Any = object()
+
+
 class CompiledSpec:
-    """A spec compiled to native code: the forward function and the train step."""
+    """A spec compiled to native code: the forward, train-step, train-loop and predict
+    functions, from the compile cache when it holds them.
+
+    `cache`: a `CompileCache`, None for no cache, or (default) `CompileCache.from_env()`.
+    An `after_pass` hook needs the passes to run, so it bypasses the cache. `lowered`
+    (the frame module and its facts) exists only when this process compiled;
+    `from_cache` says which happened.
+    """
 
     def __init__(self, spec: ModelSpec, *, opt_level: int = 3,
                  after_pass: Callable[[ModulePass, ModuleOp], None] | None = None,
-                 options: CompileOptions | None = None):
+                 options: CompileOptions | None = None,
+                 cache: CompileCache | None = ENV_CACHE):
         t0 = time.perf_counter()
         self.spec = spec
-        self.lowered: LoweredModel = lower_spec(spec)
-        module: ModuleOp = self.lowered.module
-        self.executable = compile_module(module, lr=spec.optimizer.learning_rate,
-                                         opt_level=opt_level, after_pass=after_pass,
-                                         options=options)
+        self.lowered: LoweredModel | None = None
+        self.from_cache = False
+        if cache is ENV_CACHE:
+            from frame_mlir.backend.llvm.cache import CompileCache
+
+            cache = CompileCache.from_env()
+        if after_pass is not None:
+            cache = None
+        key = material = None
+        entry: CacheEntry | None = None
+        if cache is not None:
+            from frame_mlir.backend.llvm.cache import make_key
+
+            key, material = make_key("spec", spec_cache_material(spec, opt_level, options))
+            entry = cache.load(key, material)
+        if entry is not None:
+            assert cache is not None and key is not None
+            self.from_cache = self._load(entry, opt_level, cache, key)
+        if not self.from_cache:
+            self._compile(opt_level, after_pass, options)
+            if cache is not None and self.executable.jit.object_code is not None:
+                assert key is not None and material is not None
+                from frame_mlir.backend.llvm.jit import compressed_ir
+
+                cache.store(key, material, self._entry_meta(),
+                            self.executable.jit.object_code,
+                            compressed_ir(self.executable.jit))
         self.compile_seconds = time.perf_counter() - t0
-        name = self.lowered.function
-        predict = self.lowered.predict_function
-        self.forward_sig = self.executable.signatures[name]
-        self.step_sig = self.executable.signatures[f"{name}_train_step"]
-        self.predict_sig = self.executable.signatures[predict]
+        self._bind_functions()
+
+    def _compile(self, opt_level: int,
+                 after_pass: Callable[[ModulePass, ModuleOp], None] | None,
+                 options: CompileOptions | None) -> None:
+        from frame_mlir.frontend.lower_spec import lower_spec
+        from frame_mlir.runtime.executable import compile_module
+
+        self.lowered = lower_spec(self.spec)
+        # No LLVM-IR-keyed entry as well: the spec entry below covers this compile.
+        self.executable = compile_module(self.lowered.module,
+                                         lr=self.spec.optimizer.learning_rate,
+                                         opt_level=opt_level, after_pass=after_pass,
+                                         options=options, cache=None)
+        self.function = self.lowered.function
+        self.predict_function = self.lowered.predict_function
+        self.param_names: tuple[str, ...] = tuple(self.lowered.param_names)
+
+    def _entry_meta(self) -> dict[str, Any]:
+        """What a warm start needs besides the object."""
+        jit = self.executable.jit
+        return {"function": self.function, "predict_function": self.predict_function,
+                "param_names": list(self.param_names),
+                "signatures": {n: s.to_json() for n, s in self.executable.signatures.items()},
+                "functions": jit.function_arity(), "externals": list(jit.externals)}
+
+    def _load(self, entry: CacheEntry, opt_level: int, cache: CompileCache, key: str) -> bool:
+        """Use a cached object; False (and the entry deleted) when it cannot be used."""
+        from frame_mlir.backend.llvm.jit import JitModuleError, ir_loader, load_object
+
+        meta = entry.meta
+        try:
+            sigs = {n: FunctionSignature.from_json(s) for n, s in meta["signatures"].items()}
+            function, predict = str(meta["function"]), str(meta["predict_function"])
+            params = tuple(str(p) for p in meta["param_names"])
+            for name in (function, f"{function}_train_step", predict):
+                if name not in sigs:
+                    raise KeyError(f"no signature for @{name}")
+            jit = load_object(entry.obj, meta["functions"], opt_level=opt_level,
+                              externals=meta["externals"],
+                              optimized_ir=ir_loader(entry.extra))
+        except (JitModuleError, KeyError, TypeError, ValueError, AttributeError) as e:
+            cache.discard(key, f"unusable entry: {e}")
+            return False
+        self.executable = Executable.from_jit(jit, sigs)
+        self.function, self.predict_function, self.param_names = function, predict, params
+        return True
+
+    def _bind_functions(self) -> None:
+        name = self.function
+        sigs = self.executable.signatures
+        self.forward_sig = sigs[name]
+        self.step_sig = sigs[f"{name}_train_step"]
+        self.predict_sig = sigs[self.predict_function]
+        self.loop_sig: FunctionSignature | None = sigs.get(f"{name}_train_loop")
         self.forward_fn = self.executable.function(name)
         self.step_fn = self.executable.function(f"{name}_train_step")
-        self.predict_fn = self.executable.function(predict)
+        self.predict_fn = self.executable.function(self.predict_function)
+        self.loop_fn = (self.executable.function(f"{name}_train_loop")
+                        if self.loop_sig is not None else None)
 
 
 class Session:
-    """Host buffers bound to a compiled spec: call `step()` to train one step."""
+    """Host buffers bound to a compiled spec: `step()` trains one step, `run(n)` n steps
+    in one native call."""
 
     def __init__(self, compiled: CompiledSpec, values: InitialValues | None = None):
         self.compiled = compiled
@@ -81,14 +215,18 @@ class Session:
         self.loss = np.zeros((), dtype=np.float32)
         (out,) = compiled.predict_sig.of_kind("output")
         self.prediction = np.zeros(out.shape, dtype=np.float32)
-        sigs = (compiled.step_sig, compiled.forward_sig, compiled.predict_sig)
+        sigs = [compiled.step_sig, compiled.forward_sig, compiled.predict_sig]
+        if compiled.loop_sig is not None:
+            sigs.append(compiled.loop_sig)
         self.arena = aligned_empty(max([s.arena_size for s in sigs] + [64]))
         self._step_args = self._pointers(compiled.step_sig, self.loss)
         self._forward_args = self._pointers(compiled.forward_sig, self.loss)
         self._predict_args = self._pointers(compiled.predict_sig, self.prediction)
 
-    def _pointers(self, sig: FunctionSignature, out: np.ndarray) -> list[ctypes.c_void_p]:
-        """Pointers for one call of `sig`'s function; its single result goes to `out`."""
+    def _pointers(self, sig: FunctionSignature, out: np.ndarray,
+                  loop: dict[str, np.ndarray] | None = None) -> list[ctypes.c_void_p]:
+        """Pointers for one call of `sig`'s function; its single result goes to `out`,
+        a train loop's step count and losses come from `loop` (by kind)."""
         ptrs = []
         data = iter(self.data)
         for a in sig.args:
@@ -96,6 +234,10 @@ class Session:
                 ptrs.append(ctypes.c_void_p(self.arena.ctypes.data))
             elif a.kind == "output":
                 ptrs.append(ctypes.c_void_p(out.ctypes.data))
+            elif a.kind in ("steps", "losses"):
+                if loop is None or a.kind not in loop:
+                    raise ValueError(f"@{sig.name}: no buffer for the {a.kind} argument")
+                ptrs.append(ctypes.c_void_p(loop[a.kind].ctypes.data))
             else:
                 buf = next(data) if a.kind == "input" else self.param_buffers[a.name]
                 if buf.nbytes != a.nbytes:
@@ -109,6 +251,24 @@ class Session:
         self.compiled.step_fn(*self._step_args)
         return float(self.loss)
 
+    def run(self, steps: int) -> np.ndarray:
+        """`steps` training steps in one call of `@<model>_train_loop` (bit-identical
+        to as many `step()` calls); returns each step's loss, before its update."""
+        steps = int(steps)
+        if steps < 0:
+            raise ValueError(f"steps: expected a count >= 0, found {steps}")
+        sig, fn = self.compiled.loop_sig, self.compiled.loop_fn
+        (losses_arg,) = sig.of_kind("losses") if sig is not None else (None,)
+        dtype = losses_arg.dtype if losses_arg is not None else self.loss.dtype
+        losses = np.zeros(steps, dtype=dtype)
+        if sig is None or fn is None:  # a module without a loop: one call per step
+            for i in range(steps):
+                losses[i] = self.step()
+            return losses
+        count = np.array(steps, dtype=np.int64)
+        fn(*self._pointers(sig, self.loss, {"steps": count, "losses": losses}))
+        return losses
+
     def evaluate(self) -> float:
         """The loss of the current parameters (forward only)."""
         self.compiled.forward_fn(*self._forward_args)
@@ -121,7 +281,7 @@ class Session:
 
     def params(self) -> dict[str, np.ndarray]:
         """The current parameters by name (copies)."""
-        return {n: self.param_buffers[n].copy() for n in self.compiled.lowered.param_names}
+        return {n: self.param_buffers[n].copy() for n in self.compiled.param_names}
 
 
 def _available_memory() -> int | None:
@@ -142,6 +302,8 @@ def _check_host_memory(compiled: CompiledSpec) -> None:
     up to 2^31 - 1 elements each)."""
     sigs = (compiled.step_sig, compiled.forward_sig, compiled.predict_sig)
     arena = max(s.arena_size for s in sigs)
+    if compiled.loop_sig is not None:
+        arena = max(arena, compiled.loop_sig.arena_size)
     host = sum(a.nbytes for a in compiled.step_sig.args if a.kind != "arena")
     host += sum(a.nbytes for a in compiled.predict_sig.of_kind("output"))
     available = _available_memory()
@@ -164,22 +326,20 @@ def logged_steps(steps: int, log_every: int) -> list[int]:
 def train(spec: ModelSpec, *, on_log: Callable[[int, float], None] | None = None,
           compiled: CompiledSpec | None = None, values: InitialValues | None = None
           ) -> TrainResult:
-    """Compile (unless given) and train `spec` for `training.steps` steps."""
+    """Compile (unless given) and train `spec` for `training.steps` steps, all in one
+    native call; `on_log` then sees the logged steps in order."""
     compiled = compiled or CompiledSpec(spec)
     session = Session(compiled, values)
     steps = spec.training.steps
-    log_at = set(logged_steps(steps, spec.training.log_every))
-    losses = np.empty(steps, dtype=np.float32)
-    logged: list[tuple[int, float]] = []
     t0 = time.perf_counter()
-    for i in range(steps):
-        loss = session.step()
-        losses[i] = loss
-        if i in log_at:
-            logged.append((i, loss))
-            if on_log is not None:
-                on_log(i, loss)
+    losses = session.run(steps)
     train_seconds = time.perf_counter() - t0
+    logged: list[tuple[int, float]] = []
+    for i in logged_steps(steps, spec.training.log_every):
+        loss = float(losses[i])
+        logged.append((i, loss))
+        if on_log is not None:
+            on_log(i, loss)
     evaluated = session.evaluate()
     return TrainResult(logged, losses, float(losses[-1]), evaluated, session.params(),
                        session.predict(), compiled.compile_seconds, train_seconds)

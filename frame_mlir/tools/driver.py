@@ -7,21 +7,24 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
-from xdsl.printer import Printer
 
-from frame_mlir.frontend.lower_spec import lower_spec
 from frame_mlir.frontend.spec import ModelSpec
-from frame_mlir.passes.pipeline import run_pipeline
 from frame_mlir.passes.stages import STAGE_NAMES
+
+if TYPE_CHECKING:  # xDSL loads only where IR is built: a cached run never needs it
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.passes import ModulePass
+
+    from frame_mlir.compile_options import CompileOptions
 
 
 def ir_text(module: ModuleOp) -> str:
     """The module in custom MLIR syntax, as frame-opt prints it."""
+    from xdsl.printer import Printer
+
     buf = io.StringIO()
     Printer(stream=buf).print_op(module)
     return buf.getvalue()
@@ -33,9 +36,14 @@ def format_loss(value: float) -> str:
 
 
 def emit_stage(spec: ModelSpec, stage: str, out: TextIO, *,
-               print_ir_after_all: bool = False) -> None:
+               print_ir_after_all: bool = False, options: CompileOptions | None = None
+               ) -> None:
     """Print the IR of `spec` at `stage` and stop (with `print_ir_after_all`, the IR
-    after every pass up to there goes to stderr, as in a training run)."""
+    after every pass up to there goes to stderr, as in a training run). `options`:
+    the compile options (`--threads`), None for the defaults."""
+    from frame_mlir.frontend.lower_spec import lower_spec
+    from frame_mlir.passes.pipeline import run_pipeline
+
     lowered = lower_spec(spec)
     module = lowered.module
     hook = print_ir_after_all_hook(sys.stderr) if print_ir_after_all else None
@@ -43,10 +51,11 @@ def emit_stage(spec: ModelSpec, stage: str, out: TextIO, *,
         out.write(ir_text(module) + "\n")
         return
     if stage in STAGE_NAMES:
-        run_pipeline(module, spec.optimizer.learning_rate, stop_after=stage, after_pass=hook)
+        run_pipeline(module, spec.optimizer.learning_rate, stop_after=stage, after_pass=hook,
+                     options=options)
         out.write(ir_text(module) + "\n")
         return
-    run_pipeline(module, spec.optimizer.learning_rate, after_pass=hook)
+    run_pipeline(module, spec.optimizer.learning_rate, after_pass=hook, options=options)
     from frame_mlir.backend.llvm.jit import jit_compile
     from frame_mlir.backend.llvm.translate import to_llvm_text
 
@@ -74,16 +83,19 @@ def format_predictions(spec: ModelSpec, values: np.ndarray) -> str:
 
 
 def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = False,
-                 print_predictions: bool = False, tool: str = "frame-run") -> int:
-    """Compile and train `spec`, printing `step N loss V` lines and `final_loss V`.
+                 print_predictions: bool = False, tool: str = "frame-run",
+                 use_cache: bool = True, options: CompileOptions | None = None) -> int:
+    """Compile (or load from the compile cache, unless `use_cache` is False) and train
+    `spec`, printing `step N loss V` lines and `final_loss V`.
 
     A loss that stops being finite is reported on stderr as a warning by `tool`; the
     exit status stays 0, since the run did what the spec asked.
     """
-    from frame_mlir.runtime.trainer import CompiledSpec, train
+    from frame_mlir.runtime.trainer import ENV_CACHE, CompiledSpec, train
 
     hook = print_ir_after_all_hook(sys.stderr) if print_ir_after_all else None
-    compiled = CompiledSpec(spec, after_pass=hook)
+    compiled = CompiledSpec(spec, after_pass=hook, cache=ENV_CACHE if use_cache else None,
+                            options=options)
     result = train(spec, compiled=compiled,
                    on_log=lambda i, loss: out.write(f"step {i} loss {format_loss(loss)}\n"))
     out.write(f"final_loss {format_loss(result.final_loss)}\n")

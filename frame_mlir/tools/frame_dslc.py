@@ -4,6 +4,7 @@
     frame-dslc --run spec.json     compile and train in process (like frame-run)
     frame-dslc --emit spec.json -o DIR      write DIR/main.cpp + DIR/CMakeLists.txt:
                                    a standalone C++ program that trains the model
+    --threads N                    with --run / --emit: kernels on N threads
 
 Exit status is non-zero on any violation, with one error line per violation.
 """
@@ -14,18 +15,23 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from frame_mlir.tools.version import version_text
+from frame_mlir.tools.threads import add_threads_argument, compile_options
+from frame_mlir.tools.version import VersionAction
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="frame-dslc", description=__doc__.splitlines()[0])
-    p.add_argument("--version", action="version", version=version_text("frame-dslc"))
+    p.add_argument("--version", action=VersionAction)
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="validate the spec")
     mode.add_argument("--run", action="store_true", help="compile and train")
     mode.add_argument("--emit", action="store_true", help="emit a standalone C++ project")
     p.add_argument("spec", help="model spec (JSON, schema_version 0); - reads standard input")
     p.add_argument("-o", "--out", help="output directory for --emit")
+    add_threads_argument(p, "with --run or --emit")
+    p.add_argument("--no-cache", action="store_true",
+                   help="with --run: compile even if the compile cache holds this model "
+                   "(also: FRAME_NO_CACHE=1), and store nothing")
     return p
 
 
@@ -41,6 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             build_parser().error("--emit needs --out DIR")
         if args.out is not None and not args.emit:
             build_parser().error("--out applies to --emit only")
+        if args.no_cache and not args.run:
+            build_parser().error("--no-cache applies to --run only")
+        if args.threads is not None and args.check:
+            build_parser().error("--threads applies to --run and --emit only")
         if args.emit and args.out == "-":
             build_parser().error("--out needs a directory (the program is two files), "
                                  "found '-'")
@@ -53,12 +63,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             from frame_mlir.backend.cpp.program import emit_program
 
-            for path in emit_program(spec, Path(args.out)):
+            for path in emit_program(spec, Path(args.out),
+                                     options=compile_options(args.threads)):
                 print(f"wrote {path}")
             return 0
         from frame_mlir.tools.driver import run_training
 
-        return run_training(spec, sys.stdout, tool="frame-dslc")
+        return run_training(spec, sys.stdout, tool="frame-dslc", use_cache=not args.no_cache,
+                            options=compile_options(args.threads))
 
     return run_cli("frame-dslc", body)
 

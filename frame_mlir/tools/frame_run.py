@@ -3,6 +3,8 @@
     frame-run spec.json                      train, print `step N loss V`, `final_loss V`
     frame-run spec.json --emit-stage=linalg  print the IR at a named stage and stop
     frame-run spec.json --print-ir-after-all dump the IR after every pass (stderr)
+    frame-run spec.json --no-cache           compile again, bypassing the compile cache
+    frame-run spec.json --threads 4          kernels on 4 threads (default: the cores)
 """
 
 from __future__ import annotations
@@ -11,14 +13,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from frame_mlir.tools.version import version_text
+from frame_mlir.tools.threads import add_threads_argument, compile_options
+from frame_mlir.tools.version import VersionAction
 
 
 def build_parser() -> argparse.ArgumentParser:
     from frame_mlir.passes.stages import ALL_STAGES
 
     p = argparse.ArgumentParser(prog="frame-run", description=__doc__.splitlines()[0])
-    p.add_argument("--version", action="version", version=version_text("frame-run"))
+    p.add_argument("--version", action=VersionAction)
     p.add_argument("spec", help="model spec (JSON, schema_version 0); - reads standard input")
     p.add_argument("--emit-stage", choices=ALL_STAGES, metavar="STAGE",
                    help=f"print the IR at STAGE and stop; one of: {', '.join(ALL_STAGES)}")
@@ -26,6 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the IR after every pass to stderr")
     p.add_argument("--print-predictions", action="store_true",
                    help="after training, print the prediction layer's output")
+    p.add_argument("--no-cache", action="store_true",
+                   help="compile even if the compile cache holds this model (also: "
+                   "FRAME_NO_CACHE=1), and store nothing")
+    add_threads_argument(p, "training and --emit-stage")
     return p
 
 
@@ -44,10 +51,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec = load_spec(args.spec)
         if args.emit_stage:
             emit_stage(spec, args.emit_stage, sys.stdout,
-                       print_ir_after_all=args.print_ir_after_all)
+                       print_ir_after_all=args.print_ir_after_all,
+                       options=compile_options(args.threads))
             return 0
         return run_training(spec, sys.stdout, print_ir_after_all=args.print_ir_after_all,
-                            print_predictions=args.print_predictions)
+                            print_predictions=args.print_predictions,
+                            use_cache=not args.no_cache,
+                            options=compile_options(args.threads))
 
     return run_cli("frame-run", body)
 
