@@ -15,7 +15,10 @@ inputs and output do not overlap even when all of them are views of the one aren
 registers and vectorize without runtime checks; its inliner turns the argument
 `noalias` into scoped alias metadata. Kernels are also the unit the C++ emitter names.
 Guarantees: each model function is a sequence of views and calls; the arguments of
-one call never overlap unless both are only read.
+one call never overlap unless both are only read. A kernel whose op has leading
+parallel loops records their sizes as `frame.parallel_dims = array<i64: ...>` (see
+`frame_parallelize.leading_parallel_dims`), which frame-parallelize reads once
+convert-linalg-to-loops has made those loops.
 """
 
 from __future__ import annotations
@@ -33,13 +36,16 @@ from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from frame_mlir.passes.common import PROVENANCE_ATTRS, fail, provenance
+from frame_mlir.passes.frame_parallelize import mark_parallel_dims
 
 
 def _kernel_suffix(op: Operation) -> str:
     if isinstance(op, linalg.FillOp):
         return "fill"
     doc = op.doc.data if isinstance(op, linalg.GenericOp) and op.doc else "generic"
-    return doc.removeprefix("frame.")
+    # A fused chain (frame-fuse-elementwise) is "frame.add+frame.relu": `add_relu`, so
+    # the symbol stays a C identifier (the C++ emitter parses `__k<N>_<\w+>`).
+    return "_".join(part.removeprefix("frame.") for part in doc.split("+"))
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,7 @@ class FrameOutlineKernels(ModulePass):
         call = func.CallOp(name, args, [])
         call.attributes.update(provenance(op))
         kernel.attributes.update(provenance(op))
+        mark_parallel_dims(kernel, op)  # for frame-parallelize, after the loops exist
         Rewriter.replace_op(op, call)
         return kernel, call
 

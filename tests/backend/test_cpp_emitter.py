@@ -236,7 +236,9 @@ def test_program_shape() -> None:
     spec = load_spec(str(TESTDATA / "tiny_mlp.json"))
     text = generate_program(spec)
     assert "static void tiny_mlp_k1_matmul(" in text  # shared by the public functions
-    assert "static void tiny_mlp_train_step_k7_sgd_update(" in text
+    assert "static void tiny_mlp_train_step_k9_sgd_update(" in text
+    # forward and predict fuse fc1's add and relu (frame-fuse-elementwise): one kernel
+    assert "static void tiny_mlp_k2_add_relu(" in text
     assert "float* __restrict inout2" in text
     assert "std::fma(" in text
     assert "alignas(64) static std::uint8_t arena[960];" in text
