@@ -225,6 +225,7 @@ class Executable:
 
     @classmethod
     def _make(cls, graph: Graph, backend: str) -> Executable:
+        from frame_mlir.compile_options import CompileOptions
         from frame_mlir.runtime.executable import compile_module
 
         ex = object.__new__(cls)
@@ -259,10 +260,13 @@ class Executable:
                         f"compile: {dt.name} arithmetic is not implemented yet")
             fn, kept = _computed_part(fn)
             module = builtin.ModuleOp([fn])
-            key = f"{backend}\n{module}"
+            # The host's compile options (threads: FRAME_NUM_THREADS or the cores), part
+            # of what a compiled graph is, so part of its key.
+            options = CompileOptions().resolved()
+            key = f"{backend}\n{options}\n{module}"
             runtime = _CACHE.get(key)
             if runtime is None:
-                runtime = compile_module(module)
+                runtime = compile_module(module, options=options)
                 _CACHE[key] = runtime
             ex._runtime = runtime
             ex._compute_args = kept

@@ -26,6 +26,7 @@ class HostInfo:
     cpu: str  # LLVM's host CPU name (znver4, sapphirerapids, neoverse-v1, ...)
     features: frozenset[str]  # LLVM feature names that are on (avx512f, fma, neon, ...)
     f32_lanes: int  # f32 lanes of the widest vector register the code may use
+    vector_registers: int  # architectural vector registers (32 with AVX-512 or on Arm)
     l1d_bytes: int
     l2_bytes: int
     l3_bytes: int
@@ -88,7 +89,9 @@ def host_info() -> HostInfo:
     arch = platform.machine().lower()
     l1, l2, l3 = _cache_sizes()
     return HostInfo(arch=arch, cpu=llvm.get_host_cpu_name(), features=features,
-                    f32_lanes=f32_lanes_for(arch, features), l1d_bytes=l1, l2_bytes=l2,
+                    f32_lanes=f32_lanes_for(arch, features),
+                    vector_registers=32 if "avx512f" in features or arch in (
+                        "aarch64", "arm64") else 16, l1d_bytes=l1, l2_bytes=l2,
                     l3_bytes=l3, cores=available_cores())
 
 

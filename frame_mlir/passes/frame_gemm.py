@@ -556,9 +556,8 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
     a_flat, b_flat, c_flat = (_collapse(ir, v) for v in (g.a_value, g.b_value, g.c_value))
     c_dyn = _dynamic(ir, c_flat)
     zero = ir.ins(arith.ConstantOp(builtin.FloatAttr(0.0, f32))).results[0]
-    panels = -(-n // nr)
-    per_task = -(-panels // tasks)
-    tasks = -(-panels // per_task)
+    split = _task_split(g, blk, tasks)
+    tasks, per_task = split.tasks, split.per_task
 
     def task(ir: _Ir, t: SSAValue, _: Sequence[SSAValue]) -> None:
         base = ir.mul(t, scratch.slot_bytes)
@@ -585,16 +584,27 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
                 addr[(id(opnd), id(grp))] = _Addr(stride=opnd.stride(grp, g.sizes))
         am, ak = addr[(id(g.a), id(g.rows))], addr[(id(g.a), id(g.red))]
         bn, bk = addr[(id(g.b), id(g.cols))], addr[(id(g.b), id(g.red))]
-        lo = ir.mul(t, per_task * nr)
-        hi = ir.min(ir.add(lo, per_task * nr), n)
-        outer_loops(ir, list(g.outer), {}, _Task(lo, hi, ap, bp, tile, am, ak, bn, bk,
-                                                 *(_dynamic(ir, v) for v in (ap, bp, tile))))
+        if split.outer:
+            # Tasks take slices of the first outer dim (a batch, say), all columns each.
+            lo, hi = 0, n
+            first = ir.mul(t, per_task)
+            last = ir.min(ir.add(first, per_task), g.sizes[g.outer[0]])
+        else:  # tasks take ranges of whole column panels
+            lo = ir.mul(t, per_task * nr)
+            hi = ir.min(ir.add(lo, per_task * nr), n)
+            first, last = 0, g.sizes[g.outer[0]] if g.outer else 0
+        st = _Task(lo, hi, ap, bp, tile, am, ak, bn, bk,
+                   *(_dynamic(ir, v) for v in (ap, bp, tile)))
+        outer_loops(ir, list(g.outer), {}, first, last, st)
 
-    def outer_loops(ir: _Ir, dims: list[int], ivs: dict[int, SSAValue], st: _Task) -> None:
+    def outer_loops(ir: _Ir, dims: list[int], ivs: dict[int, SSAValue], first: Index,
+                    last: Index, st: _Task) -> None:
+        """Loops over the outer dims, the first one over [first, last) only."""
         if dims:
             d = dims[0]
-            ir.for_(0, g.sizes[d], 1, lambda i2, iv, _: outer_loops(
-                i2, dims[1:], {**ivs, d: iv}, st))
+            ir.for_(first, last, 1, lambda i2, iv, _: outer_loops(
+                i2, dims[1:], {**ivs, d: iv}, 0, g.sizes[dims[1]] if len(dims) > 1 else 0,
+                st))
             return
         gemm(ir, ivs, st)
 
@@ -749,6 +759,28 @@ def _kernel_generic(fn: func.FuncOp) -> linalg.GenericOp | None:
     return generics[0]
 
 
+@dataclass(frozen=True)
+class _Split:
+    """How a GEMM's work is cut into independent tasks."""
+
+    tasks: int
+    per_task: int  # outer-dim indices (outer=True) or column panels per task
+    outer: bool
+
+
+def _task_split(g: Contraction, blk: Blocking, threads: int) -> _Split:
+    """Tasks for `threads`: slices of the first outer dim when it has at least one index
+    per thread (a convolution's batch: big, even pieces, each with every column), else
+    ranges of whole NR-column panels. Either way tasks write disjoint parts of C."""
+    if g.outer and g.sizes[g.outer[0]] >= threads > 1:
+        size = g.sizes[g.outer[0]]
+        per = -(-size // threads)
+        return _Split(-(-size // per), per, True)
+    panels = -(-g.n // blk.nr)
+    per = -(-panels // threads)
+    return _Split(-(-panels // per), per, False)
+
+
 def _c_arg_index(fn: func.FuncOp, generic: linalg.GenericOp) -> int | None:
     """Which argument of kernel `fn` is its GEMM's output C (None if C is not one)."""
     out = generic.outputs[0]
@@ -797,6 +829,17 @@ def _zero_fills_before(module: builtin.ModuleOp, c_index: dict[str, int | None]
     return {k: v for k, v in found.items() if k not in refused}
 
 
+def _erase_unused_fills(module: builtin.ModuleOp, names: set[str]) -> None:
+    """Erase the fill kernels among `names` that no call uses any more (a dropped fill
+    leaves its kernel behind; an unused static function fails C++'s -Werror)."""
+    called = {o.callee.root_reference.data for o in module.walk()
+              if isinstance(o, func.CallOp)}
+    for fn in list(module.ops):
+        if isinstance(fn, func.FuncOp) and fn.sym_name.data in names - called:
+            fn.detach()
+            fn.erase()
+
+
 def _arena_arg(fn: func.FuncOp) -> int | None:
     if fn.arg_attrs is None:
         return None
@@ -837,14 +880,13 @@ class FrameGemm(ModulePass):
             plans.append((fn, generic, g))
         fills = _zero_fills_before(
             op, {fn.sym_name.data: _c_arg_index(fn, generic) for fn, generic, _ in plans})
+        fill_kernels = {c.callee.root_reference.data for calls in fills.values() for c in calls}
         scratch_of: dict[str, int] = {}
         micros: dict[str, func.FuncOp] = {}
         for fn, generic, g in plans:
             blk = choose_blocking(g.m, g.n, g.k, lanes=self.lanes, acc=self.acc, l1=self.l1,
                                   l2=self.l2, nv=self.nv, mr=self.mr, kc=self.kc)
-            panels = -(-g.n // blk.nr)
-            per_task = -(-panels // max(1, self.threads))
-            tasks = -(-panels // per_task)
+            tasks = _task_split(g, blk, max(1, self.threads)).tasks
             scratch = _Scratch(-(-blk.mc // blk.mr) * blk.mr * blk.kc,
                                blk.kc * (-(-blk.nc // blk.nr) * blk.nr),
                                blk.mr * blk.nr,
@@ -863,6 +905,8 @@ class FrameGemm(ModulePass):
             generic.detach()
             generic.erase()
             scratch_of[name] = nbytes
+            # The loops are its own now: the generic's iterator summary no longer applies.
+            fn.attributes.pop("frame.parallel_dims", None)
             for fill_call in fills.get(name, []):
                 fill_call.detach()
                 fill_call.erase()
@@ -874,6 +918,7 @@ class FrameGemm(ModulePass):
                 Rewriter.insert_op(micro, InsertPoint.before(first))
         if scratch_of:
             self._give_scratch(op, scratch_of)
+        _erase_unused_fills(op, fill_kernels)
 
     def _give_scratch(self, module: builtin.ModuleOp, scratch_of: dict[str, int]) -> None:
         """Pass each GEMM kernel a view of scratch at the end of its caller's arena."""

@@ -8,9 +8,11 @@ failure names the pass that broke the IR.
     autodiff    + `@f_grad`: loss and parameter gradients (frame-autodiff)
     sgd         `@f_train_step`: SGD fused, parameters updated in place
                 (frame-sgd-fuse), then cse / dce
-    linalg      linalg on tensors (convert-frame-to-linalg)
+    linalg      linalg on tensors (convert-frame-to-linalg), elementwise chains
+                merged into one generic (frame-fuse-elementwise)
     bufferized  memrefs over one statically planned arena (frame-bufferize)
     loops       scf.for / arith / memref (convert-linalg-to-loops)
+                + `@f_train_loop`: N train steps in one call (frame-train-loop)
     llvm        llvm dialect (convert-*-to-llvm, see lower_to_llvm.py)
 """
 
@@ -20,7 +22,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, cf, func, linalg, llvm, math, memref, scf, tensor
+from xdsl.dialects import (
+    arith,
+    builtin,
+    cf,
+    func,
+    linalg,
+    llvm,
+    math,
+    memref,
+    scf,
+    tensor,
+    vector,
+)
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
@@ -29,15 +43,21 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 from xdsl.transforms.lower_affine import LowerAffinePass
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException
 
+from frame_mlir.compile_options import CompileOptions
 from frame_mlir.dialects.frame import Frame
+from frame_mlir.dialects.frame_rt import FrameRt
 from frame_mlir.passes.arith_expand import ArithExpand
 from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
 from frame_mlir.passes.frame_autodiff import FrameAutodiff
 from frame_mlir.passes.frame_bufferize import FrameBufferize
+from frame_mlir.passes.frame_fuse_elementwise import FrameFuseElementwise
+from frame_mlir.passes.frame_gemm import FrameGemm
 from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
+from frame_mlir.passes.frame_parallelize import FrameParallelize
 from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
 from frame_mlir.passes.frame_shape_inference import FrameShapeInference
 from frame_mlir.passes.frame_tile_matmul import FrameTileMatmul
+from frame_mlir.passes.frame_train_loop import FrameTrainLoop
 from frame_mlir.passes.lower_to_llvm import LOOPS_TO_LLVM
 from frame_mlir.passes.stages import STAGE_NAMES
 
@@ -46,23 +66,22 @@ def make_context() -> Context:
     """A context with every dialect the pipeline produces or consumes."""
     ctx = Context(allow_unregistered=False)
     for d in (builtin.Builtin, func.Func, Frame, arith.Arith, linalg.Linalg, tensor.Tensor,
-              memref.MemRef, scf.Scf, cf.Cf, math.Math, llvm.LLVM):
+              memref.MemRef, scf.Scf, cf.Cf, math.Math, llvm.LLVM, vector.Vector, FrameRt):
         ctx.load_dialect(d)
     return ctx
 
 
-@dataclass(frozen=True)
-class CompileOptions:
-    """Target choices of one compile: the code generator's knobs, fixed per module.
+def gemm_pass(options: CompileOptions) -> FrameGemm:
+    """`frame-gemm` with block sizes and vector width for the host (or `options`)."""
+    from frame_mlir.backend.host import host_info
 
-    `threads` is how many threads the step's kernels are split over (results are
-    bit-identical for every count); `f32_lanes` the vector width of generated kernels
-    (None: the host's widest, see `frame_mlir.backend.host`). Part of a compiled
-    object's identity (the compile cache keys on it).
-    """
-
-    threads: int = 1
-    f32_lanes: int | None = None
+    host = host_info()
+    return FrameGemm(lanes=options.f32_lanes or host.f32_lanes,
+                     acc=host.vector_registers * 3 // 4,
+                     l1=options.l1_bytes or host.l1d_bytes,
+                     l2=options.l2_bytes or host.l2_bytes, threads=options.threads,
+                     min_flops=(2**62 if not options.gemm else FrameGemm.min_flops
+                                if options.gemm_min_flops is None else options.gemm_min_flops))
 
 
 @dataclass(frozen=True)
@@ -80,23 +99,28 @@ def stages(lr: float | None, options: CompileOptions | None = None) -> list[Stag
     With `lr=None` no SGD is fused: `@f_grad` stays a function returning the loss
     and the gradients (what gradient checks and the Python API compile).
     """
-    options = options or CompileOptions()
+    options = (options or CompileOptions()).resolved()
+    assert options.threads is not None
     sgd: tuple[ModulePass, ...] = (FrameSgdFuse(lr=lr),) if lr is not None else ()
     return [
         Stage("frame", (FrameShapeInference(),), "frame IR with static shapes"),
         Stage("autodiff", (FrameAutodiff(),), "+ loss and parameter gradients"),
         Stage("sgd", (*sgd, CommonSubexpressionElimination(), DeadCodeElimination()),
               "SGD fused into the train step"),
-        Stage("linalg", (ConvertFrameToLinalg(),), "linalg on tensors"),
+        Stage("linalg", (ConvertFrameToLinalg(),
+                         *((FrameFuseElementwise(),) if options.fuse_elementwise else ())),
+              "linalg on tensors"),
         Stage("bufferized", (FrameBufferize(),), "memrefs over a static arena"),
-        Stage("loops", (FrameOutlineKernels(), FrameTileMatmul(), ConvertLinalgToLoopsPass(),
-                        LowerAffinePass(), ArithExpand()),
+        Stage("loops", (FrameOutlineKernels(), gemm_pass(options), FrameTileMatmul(),
+                        ConvertLinalgToLoopsPass(),
+                        LowerAffinePass(), ArithExpand(),
+                        FrameParallelize(threads=options.threads), FrameTrainLoop()),
               "scf loops, one kernel function per linalg op"),
         Stage("llvm", tuple(LOOPS_TO_LLVM), "llvm dialect"),
     ]
 
 
-assert tuple(s.name for s in stages(0.1)) == STAGE_NAMES, "update passes/stages.py"
+assert tuple(s.name for s in stages(0.1, CompileOptions(threads=1))) == STAGE_NAMES, "update passes/stages.py"
 
 
 class PipelineError(Exception):

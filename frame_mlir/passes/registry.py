@@ -7,16 +7,22 @@ from xdsl.passes import ModulePass
 from frame_mlir.passes.arith_expand import ArithExpand
 from frame_mlir.passes.convert_arith_to_llvm import ConvertArithToLLVMPass
 from frame_mlir.passes.convert_cf_to_llvm import ConvertCfToLLVMPass
+from frame_mlir.passes.convert_frame_rt_to_llvm import ConvertFrameRtToLLVMPass
 from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
 from frame_mlir.passes.convert_func_to_llvm import ConvertFuncToLLVMPass
 from frame_mlir.passes.convert_math_to_llvm import ConvertMathToLLVMPass
 from frame_mlir.passes.convert_memref_to_llvm import ConvertMemrefToLLVMPass
+from frame_mlir.passes.convert_vector_to_llvm import ConvertVectorToLLVMPass
 from frame_mlir.passes.frame_autodiff import FrameAutodiff
 from frame_mlir.passes.frame_bufferize import FrameBufferize
+from frame_mlir.passes.frame_fuse_elementwise import FrameFuseElementwise
+from frame_mlir.passes.frame_gemm import FrameGemm
 from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
+from frame_mlir.passes.frame_parallelize import FrameParallelize
 from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
 from frame_mlir.passes.frame_shape_inference import FrameShapeInference
 from frame_mlir.passes.frame_tile_matmul import FrameTileMatmul
+from frame_mlir.passes.frame_train_loop import FrameTrainLoop
 
 ALL_PASSES: list[type[ModulePass]] = [
     ArithExpand,
@@ -24,10 +30,16 @@ ALL_PASSES: list[type[ModulePass]] = [
     FrameAutodiff,
     FrameSgdFuse,
     ConvertFrameToLinalg,
+    FrameFuseElementwise,
     FrameBufferize,
     FrameOutlineKernels,
+    FrameGemm,
     FrameTileMatmul,
+    FrameParallelize,
+    FrameTrainLoop,
+    ConvertFrameRtToLLVMPass,
     ConvertMathToLLVMPass,
+    ConvertVectorToLLVMPass,
     ConvertArithToLLVMPass,
     ConvertMemrefToLLVMPass,
     ConvertCfToLLVMPass,

@@ -28,8 +28,10 @@ class FrameOptMain(xDSLOptMain):
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
         from frame_mlir.dialects.frame import Frame
+        from frame_mlir.dialects.frame_rt import FrameRt
 
         self.ctx.register_dialect("frame", lambda: Frame)
+        self.ctx.register_dialect("frame_rt", lambda: FrameRt)
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str,
                     start_offset: int = 0) -> ModuleOp | None:

@@ -127,7 +127,8 @@ builtin.module {
 
 // -----
 
-// C zero-filled by a kernel call right before the GEMM: the fill goes, and the first
+// C zero-filled by a kernel call right before the GEMM: the fill (and its kernel, now
+// unused) goes, and the first
 // k block starts from zero (the micro-kernel's last argument is 1 when pc == 0). M = 7
 // rows leave a remainder of one row under MR = 2: an exact 1 x 8 micro-kernel runs on
 // C directly instead of the scratch tile.
@@ -157,6 +158,7 @@ builtin.module {
 
 // CHECK-DAG:   func.func private @frame_gemm_micro_2x8_p2x8_f32x4(
 // CHECK-DAG:   func.func private @frame_gemm_micro_1x8_p2x8_f32x4(
+// CHECK-NOT:   func.func private @zero(
 // CHECK-LABEL: func.func private @k(
 // CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : index
 // CHECK:           %[[FLAG:.*]] = arith.select %[[FIRST]], %{{.*}}, %{{.*}} : index

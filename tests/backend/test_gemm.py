@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from xdsl.dialects import builtin
 
+from frame_mlir.compile_options import CompileOptions
 from frame_mlir.dialects import frame
 from frame_mlir.nn.graph import Graph
 from frame_mlir.nn.module import ParamSpec, UniformSeeded, add_parameter_inputs
-from frame_mlir.passes.pipeline import CompileOptions
 from frame_mlir.runtime.executable import Executable, compile_module
 
 torch = pytest.importorskip("torch")

@@ -20,6 +20,13 @@ How the IR maps to C++:
 * floating-point ops are written one IEEE operation per statement, so a program built
   with `-ffp-contract=off` rounds exactly where the JIT does: `math.fma` is the only
   fused operation, emitted as `std::fma`;
+* 1-D vectors (`vector<16xf32>`) are GCC/Clang vector-extension types (`frame_f32x16`,
+  one typedef per type used): arith on them is the lane-wise C++ operator,
+  `vector.load`/`store` a `memcpy` (element alignment only, as in the JIT),
+  `vector.broadcast` a lane-by-lane copy, `vector.fma` a per-lane `std::fma` loop that
+  GCC compiles to one vfmadd; ops without a vector rule fail on vectors;
+* `frame_rt.parallel_for` (kernels split over threads) is `frame_parallel_for::run`,
+  the `std::thread` pool of `thread_pool.py`, with a lambda that calls the task;
 * `frame.layer` / `frame.stage` attributes (on kernel functions and on the calls of
   them) become comments; without them, the kernel name (`..__k3_matmul`) is used.
 
@@ -35,10 +42,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import arith, func, memref, scf, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     AnyFloat,
+    DenseIntOrFPElementsAttr,
     Float32Type,
     Float64Type,
     FloatAttr,
@@ -49,8 +57,12 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     NoneAttr,
     StringAttr,
+    VectorType,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from frame_mlir.backend.cpp.thread_pool import POOL_HELPER, POOL_INCLUDES
+from frame_mlir.dialects.frame_rt import ParallelForOp
 
 __all__ = [
     "EMIT_RULES",
@@ -219,7 +231,9 @@ def unsigned_type(typ: Attribute) -> str:
 def _memref_type(typ: Attribute) -> MemRefType:
     if not isinstance(typ, MemRefType):
         raise CppEmitError(f"expected a memref, found {typ}")
-    if any(d < 0 for d in typ.get_shape()):
+    # A dynamic leading dimension is fine: row-major linearisation never multiplies
+    # by it (frame-train-loop's `memref<?xf32>` losses); any other one is not.
+    if any(d < 0 for d in typ.get_shape()[1:]):
         raise CppEmitError(f"dynamic shapes are not supported: {typ}")
     if not isinstance(typ.layout, NoneAttr):
         # loads and stores linearise row-major: any other layout would be misread
@@ -311,6 +325,83 @@ static inline To frame_bitcast(From from) {
   return to;
 }""", ("cstring",)),
 }
+
+
+# Vector helpers: V is a vector-extension type (`frame_f32x16`), T its element type.
+_HELPERS.update({
+    "frame_vload": ("""\
+// vector.load: sizeof(V) bytes from an element-aligned address (memcpy; dereferencing a
+// V* would promise the vector's alignment, which arena offsets do not have).
+template <typename V, typename T>
+static inline V frame_vload(const T* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}""", ("cstring",)),
+    "frame_vstore": ("""\
+// vector.store: sizeof(V) bytes to an element-aligned address.
+template <typename V, typename T>
+static inline void frame_vstore(T* p, V v) {
+  std::memcpy(p, &v, sizeof(V));
+}""", ("cstring",)),
+    "frame_splat": ("""\
+// vector.broadcast: every lane a copy of s, bit for bit (`V{} + s` would turn -0.0
+// into +0.0); GCC emits one vbroadcastss.
+template <typename V, typename T>
+static inline V frame_splat(T s) {
+  V v = {};
+  for (std::size_t i = 0; i < sizeof(V) / sizeof(T); ++i) v[i] = s;
+  return v;
+}""", ("cstddef",)),
+    "frame_vfma": ("""\
+// vector.fma: a * b + c with one rounding per lane, as llvm.fma on vectors. GCC -O3
+// turns the loop into one vfmadd on the whole register (zmm for 16 floats).
+template <typename V>
+static inline V frame_vfma(V a, V b, V c) {
+  V r = {};
+  for (std::size_t i = 0; i < sizeof(V) / sizeof(a[0]); ++i) r[i] = std::fma(a[i], b[i], c[i]);
+  return r;
+}""", ("cmath", "cstddef")),
+    "frame_vmaximumf": ("""\
+// arith.maximumf on vectors, lane by lane as frame_maximumf: NaN if either lane is NaN,
+// +0 > -0 (equal lanes: AND of the bits, which keeps +0 over -0). Comparisons give
+// integer lanes of -1 / 0 (type M); a cast between same-size vectors keeps the bits.
+template <typename V>
+static inline V frame_vmaximumf(V a, V b) {
+  using M = decltype(a < b);
+  using T = decltype(a[0] + 0);
+  const V same = (V)((M)a & (M)b);
+  V r = a > b ? a : b;
+  r = a == b ? same : r;
+  return (a != a) | (b != b) ? V{} + std::numeric_limits<T>::quiet_NaN() : r;
+}""", ("limits",)),
+    "frame_vminimumf": ("""\
+// arith.minimumf on vectors: NaN if either lane is NaN, -0 < +0 (equal lanes: OR of
+// the bits, which keeps -0 over +0).
+template <typename V>
+static inline V frame_vminimumf(V a, V b) {
+  using M = decltype(a < b);
+  using T = decltype(a[0] + 0);
+  const V same = (V)((M)a | (M)b);
+  V r = a < b ? a : b;
+  r = a == b ? same : r;
+  return (a != a) | (b != b) ? V{} + std::numeric_limits<T>::quiet_NaN() : r;
+}""", ("limits",)),
+})
+
+# frame_rt.parallel_for: the std::thread pool (thread_pool.py).
+_HELPERS["frame_parallel_for"] = (POOL_HELPER, POOL_INCLUDES)
+
+
+def _vector_lanes(typ: VectorType) -> int:
+    """The lane count of a 1-D vector type GCC's vector extension can declare."""
+    shape = typ.get_shape()
+    if len(shape) != 1 or typ.get_num_scalable_dims() != 0:
+        raise CppEmitError(f"only 1-D fixed-size vectors are supported, got {typ}")
+    lanes = shape[0]
+    if lanes < 1 or lanes & (lanes - 1):
+        raise CppEmitError(f"{typ}: vector extension types need a power-of-two lane count")
+    return lanes
 
 
 # --------------------------------------------------------------------------------------
@@ -415,8 +506,29 @@ class CppEmitter:
         if not value.uses:
             return
         name = self.fresh_name(value)
-        self.line(f"const {scalar_type(value.type)} {name} = {expr};")
+        self.line(f"const {self.ctype(value.type)} {name} = {expr};")
         self.bind(value, name)
+
+    def ctype(self, typ: Attribute) -> str:
+        """The C++ type of a value of IR type `typ`: `scalar_type`, or for a 1-D vector
+        the vector-extension typedef (`frame_f32x16`), added to the program."""
+        if not isinstance(typ, VectorType):
+            return scalar_type(typ)
+        lanes = _vector_lanes(typ)
+        elem = typ.element_type
+        if isinstance(elem, AnyFloat):
+            short = f"f{elem.bitwidth}"
+        elif isinstance(elem, IntegerType) and elem.width.data in (8, 16, 32, 64):
+            short = f"i{elem.width.data}"
+        else:
+            raise CppEmitError(f"no C++ vector type for {typ}")
+        name = f"frame_{short}x{lanes}"
+        if name not in self.out.helpers:
+            element = scalar_type(elem)
+            nbytes = lanes * elem.bitwidth // 8
+            self.out.helpers[name] = (
+                f"typedef {element} {name} __attribute__((vector_size({nbytes})));")
+        return name
 
     # ---- ops ---------------------------------------------------------------------
 
@@ -425,6 +537,9 @@ class CppEmitter:
         rule = EMIT_RULES.get(type(op))
         if rule is None:
             raise CppEmitError(f"no C++ emission rule for {op.name}")
+        if type(op) not in VECTOR_OPS and any(
+                isinstance(v.type, VectorType) for v in (*op.operands, *op.results)):
+            raise CppEmitError(f"{op.name} on vectors is not supported by the C++ backend")
         rule(self, op)
 
     def emit_block(self, block: Block) -> None:
@@ -476,18 +591,26 @@ class CppEmitter:
 
     # ---- functions ---------------------------------------------------------------
 
-    def _param_access(self, arg: BlockArgument) -> tuple[bool, bool]:
-        """(read, written) for a pointer parameter, from its uses."""
+    def _param_access(self, arg: SSAValue) -> tuple[bool, bool]:
+        """(read, written) for a pointer parameter, from its uses (and those of its
+        collapsed forms: the same pointer)."""
         read = written = False
         for use in arg.uses:
             user = use.operation
-            if isinstance(user, memref.LoadOp):
+            if isinstance(user, memref.LoadOp | vector.LoadOp):
                 read = True
-            elif isinstance(user, memref.StoreOp) and user.memref is arg:
+            elif isinstance(user, memref.StoreOp) and user.memref is arg or \
+                    isinstance(user, vector.StoreOp) and user.base is arg:
                 written = True
-            elif isinstance(user, func.CallOp):
-                info = self.out.info.get(user.callee.root_reference.data)
-                if info is not None and info.const_params[use.index]:
+            elif isinstance(user, memref.CollapseShapeOp | memref.CastOp):
+                r, w = self._param_access(user.results[0])
+                read, written = read or r, written or w
+            elif isinstance(user, func.CallOp | ParallelForOp):
+                # A parallel_for passes its args (operands from #2 on) to its task.
+                callee, index = (user.callee, use.index) if isinstance(user, func.CallOp) \
+                    else (user.task, use.index - 2)
+                info = self.out.info.get(callee.root_reference.data)
+                if info is not None and index >= 0 and info.const_params[index]:
                     read = True
                 else:
                     read = written = True
@@ -503,12 +626,12 @@ class CppEmitter:
         if len(outputs) > 1:
             raise CppEmitError(f"@{fn.sym_name.data}: functions with several results are "
                                "not supported")
-        ret = scalar_type(outputs[0]) if outputs else "void"
+        ret = self.ctype(outputs[0]) if outputs else "void"
         params: list[str] = []
         const_params: list[bool] = []
         reads = False
         for op in fn.walk():
-            if isinstance(op, memref.LoadOp):
+            if isinstance(op, memref.LoadOp | vector.LoadOp):
                 reads = True
         block = fn.body.blocks[0] if fn.body.blocks else None
         for i, typ in enumerate(fn.function_type.inputs.data):
@@ -527,7 +650,7 @@ class CppEmitter:
                     hint = f"{role}{i}"
             else:
                 const_params.append(False)
-                ctype = scalar_type(typ)
+                ctype = self.ctype(typ)
                 hint = arg.name_hint if arg is not None and arg.name_hint else f"a{i}"
             if declare_only or arg is None:
                 params.append(ctype)
@@ -582,6 +705,8 @@ class CppEmitter:
         if fn.sym_visibility is None or fn.sym_visibility.data != "private":
             if "frame.train_step" in fn.attributes:
                 parts.append("training step: forward, backward and SGD update")
+            elif "frame.train_loop" in fn.attributes:
+                parts.append("training loop: `*steps` training steps, losses[i] = step i's loss")
             elif "frame.inference" in fn.attributes:
                 parts.append("inference: the prediction layer's output")
             else:
@@ -650,12 +775,28 @@ def _emit_call(em: CppEmitter, op: Operation) -> None:
         res = op.results[0]
         if res.uses:
             name = em.fresh_name(res)
-            em.line(f"const {scalar_type(res.type)} {name} = {call};")
+            em.line(f"const {em.ctype(res.type)} {name} = {call};")
             em.bind(res, name)
         else:
             em.line(call + ";")
     else:
         raise CppEmitError(f"call of @{symbol}: several results are not supported")
+
+
+@_rule(ParallelForOp)
+def _emit_parallel_for(em: CppEmitter, op: Operation) -> None:
+    """The task on the pool's threads, its chunks as the JIT's runtime cuts them."""
+    assert isinstance(op, ParallelForOp)
+    symbol = op.task.root_reference.data
+    if symbol not in em.cpp_names:
+        raise CppEmitError(f"frame_rt.parallel_for of unknown function @{symbol}")
+    em.helper("frame_parallel_for")
+    lo, hi = em.local_names.fresh("lo"), em.local_names.fresh("hi")
+    args = ", ".join([*(em.expr(a) for a in op.args), lo, hi])
+    em.line(f"frame_parallel_for::run({op.threads.value.data}, {em.expr(op.lb)}, "
+            f"{em.expr(op.ub)}, [&](std::int64_t {lo}, std::int64_t {hi}) {{")
+    em.line(f"{em.INDENT}{em.cpp_names[symbol]}({args});")
+    em.line("});")
 
 
 def _check_no_alias(em: CppEmitter, call: func.CallOp) -> None:
@@ -796,7 +937,7 @@ def _declare_results(em: CppEmitter, op: Operation, inits: Sequence[str] | None)
     for i, res in enumerate(op.results):
         name = em.fresh_name(res, prefix="r")
         init = inits[i] if inits is not None else "{}"
-        em.line(f"{scalar_type(res.type)} {name} = {init};")
+        em.line(f"{em.ctype(res.type)} {name} = {init};")
         em.bind(res, name)
         names.append(name)
     return names
@@ -931,7 +1072,7 @@ def _emit_yield(em: CppEmitter, op: Operation) -> None:
     temps = []
     for v, res in zip(op.arguments, parent.results, strict=True):
         t = em.local_names.fresh("next")
-        em.line(f"const {scalar_type(res.type)} {t} = {em.expr(v)};")
+        em.line(f"const {em.ctype(res.type)} {t} = {em.expr(v)};")
         temps.append(t)
     for target, t in zip(targets, temps, strict=True):
         em.line(f"{target} = {t};")
@@ -998,8 +1139,18 @@ for _op, _sym in ((arith.AddfOp, "+"), (arith.SubfOp, "-"), (arith.MulfOp, "*"),
 for _op, _sym in ((arith.DivUIOp, "/"), (arith.RemUIOp, "%"), (arith.ShRUIOp, ">>"),
                   (arith.ShLIOp, "<<")):
     EMIT_RULES[_op] = _unsigned_binary(_sym)  # wraps like LLVM's shl, no signed overflow
-for _op, _fn in ((arith.MaxSIOp, "std::max"), (arith.MinSIOp, "std::min")):
-    EMIT_RULES[_op] = _call(_fn, "algorithm")
+
+
+@_rule(arith.MaxSIOp, arith.MinSIOp)
+def _emit_minmax_signed(em: CppEmitter, op: Operation) -> None:
+    em.include("algorithm")
+    fn = "std::max" if isinstance(op, arith.MaxSIOp) else "std::min"
+    lhs, rhs = (em.expr(v) for v in op.operands)
+    # The type spelled out: an index constant is an int literal (`8`), and
+    # std::min(std::int64_t, int) deduces no single T.
+    em.define(op.results[0], f"{fn}<{scalar_type(op.results[0].type)}>({lhs}, {rhs})")
+
+
 EMIT_RULES[arith.MaxnumfOp] = _call("std::fmax", "cmath")
 EMIT_RULES[arith.MinnumfOp] = _call("std::fmin", "cmath")
 EMIT_RULES[arith.MaximumfOp] = _call("frame_maximumf", helper=True)
@@ -1135,6 +1286,135 @@ def _emit_rsqrt(em: CppEmitter, op: Operation) -> None:
     (src,) = op.operands
     one = float_literal(1.0, src.type)
     em.define(op.results[0], f"{one} / std::sqrt({em.expr(src)})")  # as the JIT lowers it
+
+
+# --------------------------------------------------------------------------------------
+# vectors: vector ops, memref.collapse_shape, and the vector forms of arith / math ops
+
+
+def _vector_type(typ: Attribute) -> VectorType:
+    assert isinstance(typ, VectorType), typ
+    return typ
+
+
+@_rule(vector.LoadOp)
+def _emit_vector_load(em: CppEmitter, op: Operation) -> None:
+    assert isinstance(op, vector.LoadOp)
+    typ = _memref_type(op.base.type)
+    vt = em.ctype(op.result.type)
+    fn = em.helper("frame_vload")
+    em.define(op.result, f"{fn}<{vt}>({em.expr(op.base)} + "
+                         f"{_linear_index(em, typ, op.indices)})")
+
+
+@_rule(vector.StoreOp)
+def _emit_vector_store(em: CppEmitter, op: Operation) -> None:
+    assert isinstance(op, vector.StoreOp)
+    typ = _memref_type(op.base.type)
+    em.ctype(op.vector.type)
+    fn = em.helper("frame_vstore")
+    em.line(f"{fn}({em.expr(op.base)} + {_linear_index(em, typ, op.indices)}, "
+            f"{em.expr(op.vector)});")
+
+
+@_rule(vector.BroadcastOp)
+def _emit_broadcast(em: CppEmitter, op: Operation) -> None:
+    assert isinstance(op, vector.BroadcastOp)
+    vt = em.ctype(op.vector.type)
+    if op.source.type == op.vector.type:
+        em.bind(op.vector, em.expr(op.source))
+        return
+    if isinstance(op.source.type, VectorType):
+        raise CppEmitError(f"vector.broadcast from {op.source.type} is not supported "
+                           "(only from a scalar)")
+    fn = em.helper("frame_splat")
+    em.define(op.vector, f"{fn}<{vt}>({em.expr(op.source)})")
+
+
+@_rule(vector.FMAOp)
+def _emit_vector_fma(em: CppEmitter, op: Operation) -> None:
+    em.ctype(op.results[0].type)
+    fn = em.helper("frame_vfma")
+    em.define(op.results[0], f"{fn}({', '.join(em.expr(v) for v in op.operands)})")
+
+
+@_rule(memref.CastOp)
+def _emit_cast(em: CppEmitter, op: Operation) -> None:
+    assert isinstance(op, memref.CastOp)
+    # Only sizes change (static to `?`): the same pointer.
+    em.bind(op.dest, em.expr(op.source))
+
+
+@_rule(memref.CollapseShapeOp)
+def _emit_collapse_shape(em: CppEmitter, op: Operation) -> None:
+    assert isinstance(op, memref.CollapseShapeOp)
+    from frame_mlir.passes.convert_memref_to_llvm import collapse_shape_problem
+
+    _memref_type(op.src.type)
+    _memref_type(op.result.type)
+    problem = collapse_shape_problem(op)
+    if problem is not None:
+        raise CppEmitError(f"memref.collapse_shape: {problem}")
+    # Same elements at the same row-major offsets: the collapsed memref is the pointer.
+    em.bind(op.result, em.expr(op.src))
+    if op.src in em.views:
+        em.views[op.result] = em.views[op.src]
+
+
+def _vector_or_scalar(scalar: EmitRule, vector_helper: str) -> EmitRule:
+    """`scalar` for scalars; a call of the helper template for vector results."""
+
+    def rule(em: CppEmitter, op: Operation) -> None:
+        if not isinstance(op.results[0].type, VectorType):
+            scalar(em, op)
+            return
+        em.ctype(op.results[0].type)
+        fn = em.helper(vector_helper)
+        em.define(op.results[0], f"{fn}({', '.join(em.expr(v) for v in op.operands)})")
+
+    return rule
+
+
+EMIT_RULES[mathd.FmaOp] = _vector_or_scalar(EMIT_RULES[mathd.FmaOp], "frame_vfma")
+EMIT_RULES[arith.MaximumfOp] = _vector_or_scalar(EMIT_RULES[arith.MaximumfOp],
+                                                 "frame_vmaximumf")
+EMIT_RULES[arith.MinimumfOp] = _vector_or_scalar(EMIT_RULES[arith.MinimumfOp],
+                                                 "frame_vminimumf")
+_scalar_constant = EMIT_RULES[arith.ConstantOp]
+
+
+@_rule(arith.ConstantOp)
+def _emit_vector_constant(em: CppEmitter, op: Operation) -> None:
+    assert isinstance(op, arith.ConstantOp)
+    typ = op.result.type
+    if not isinstance(typ, VectorType):
+        _scalar_constant(em, op)
+        return
+    attr = op.value
+    elem = typ.element_type
+    vt = em.ctype(typ)
+    if not isinstance(attr, DenseIntOrFPElementsAttr) or not isinstance(elem, AnyFloat):
+        raise CppEmitError(f"arith.constant {attr} is not supported (float vectors only)")
+    values = attr.get_values()
+    literals = [float_literal(v, elem) for v in values]
+    if any("numeric_limits" in t for t in literals):
+        em.include("limits")
+    if len(set(literals)) == 1 and len(literals) == _vector_lanes(_vector_type(typ)):
+        em.define(op.result, f"{em.helper('frame_splat')}<{vt}>({literals[0]})")
+    else:
+        em.define(op.result, f"{vt}{{{', '.join(literals)}}}")
+
+
+VECTOR_OPS: frozenset[type[Operation]] = frozenset({
+    vector.LoadOp, vector.StoreOp, vector.BroadcastOp, vector.FMAOp, mathd.FmaOp,
+    arith.ConstantOp, arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp,
+    arith.NegfOp, arith.MaximumfOp, arith.MinimumfOp, arith.SelectOp,
+    scf.ForOp, scf.YieldOp, scf.IfOp, func.CallOp, func.ReturnOp,
+})
+"""Op classes whose rule handles vector operands and results (`arith.select` with a
+scalar condition; xDSL 0.74 has no vector condition). Any other op on a vector fails
+with a CppEmitError rather than emit C++ that would not compile or would mean
+something else (`std::fmax` of a vector, `arith.cmpf`, ...)."""
 
 
 def emit_module(module: ModuleOp) -> CppModule:

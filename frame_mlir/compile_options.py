@@ -1,0 +1,45 @@
+"""The choices one compile makes for its target (`CompileOptions`).
+
+A module of its own, importing nothing heavy: the tools build options from their flags
+before deciding whether the compile cache can skip the whole pipeline (and xDSL).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Target choices of one compile: the code generator's knobs, fixed per module.
+
+    `threads` is how many threads the step's kernels are split over (results are
+    bit-identical for every count; None: `FRAME_NUM_THREADS`, else the cores available
+    to the process, see `frame_mlir.backend.host.default_threads`); `f32_lanes` the
+    vector width of generated kernels (None: the host's widest, see
+    `frame_mlir.backend.host`). Part of a compiled object's identity (the compile
+    cache keys on `resolved()`).
+    """
+
+    threads: int | None = None
+    f32_lanes: int | None = None
+    # Overrides of the host's cache sizes for `frame-gemm`'s blocking (tests use small
+    # ones to reach every block edge on small shapes); `gemm=False` keeps the plain
+    # loops (a reference for bit-identity tests).
+    l1_bytes: int | None = None
+    l2_bytes: int | None = None
+    gemm: bool = True
+    gemm_min_flops: int | None = None
+    # `fuse_elementwise=False` keeps one generic per elementwise op (a reference for
+    # the bit-identity tests of frame-fuse-elementwise).
+    fuse_elementwise: bool = True
+
+    def resolved(self) -> CompileOptions:
+        """These options with the host's defaults filled in where they are None (what a
+        compile uses, so what a cache must key on). ValueError for a bad
+        `FRAME_NUM_THREADS`."""
+        if self.threads is not None:
+            return self
+        from frame_mlir.backend.host import default_threads
+
+        return replace(self, threads=default_threads())
