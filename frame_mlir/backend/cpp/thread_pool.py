@@ -15,6 +15,8 @@ helper, `frame_parallel_for`); the CMake project links `Threads::Threads`.
 
 from __future__ import annotations
 
+from frame_mlir.backend.llvm.parallel_runtime import SPIN
+
 POOL_INCLUDES = ("algorithm", "atomic", "condition_variable", "cstdint", "mutex", "thread",
                  "vector")
 """The headers the pool needs."""
@@ -43,7 +45,7 @@ class frame_parallel_for {
  private:
   using Fn = void (*)(const void*, std::int64_t, std::int64_t);
   static constexpr std::int64_t kMaxChunks = 256;
-  static constexpr int kSpin = 4096;  // pause rounds before an idle thread sleeps
+  static constexpr int kSpin = @SPIN@;  // pause rounds (~1 ms) before an idle thread sleeps
 
   template <typename Task>
   static void call(const void* task, std::int64_t lo, std::int64_t hi) {
@@ -157,5 +159,5 @@ class frame_parallel_for {
     static Pool p;
     return p;
   }
-};"""
+};""".replace("@SPIN@", str(SPIN))  # the JIT runtime's spin: one figure for both pools
 """The `frame_parallel_for` helper of the emitted program."""
