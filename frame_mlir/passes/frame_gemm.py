@@ -268,18 +268,18 @@ class Blocking:
 def choose_blocking(m: int, n: int, k: int, *, lanes: int, acc: int, l1: int,
                     l2: int, nv: int = 0, mr: int = 0, kc: int = 0) -> Blocking:
     """Block sizes for an m x n x k GEMM on a core with `acc` accumulator registers of
-    `lanes` f32 and the given L1/L2 bytes.
-
-    The A micro-panel (MR x KC) stays in L1 across a row of tiles; the packed B block
-    (KC x NC) stays in L2 across the row panels of A.
+    `lanes` f32 and the given L1/L2 bytes (BLIS's rules: the B micro-panel stays in L1
+    across the row panels of A, the packed A block in L2 across the column panels).
     """
     nv = nv or max(1, min(4 if acc >= 24 else 2, -(-n // lanes)))
     mr = mr or max(1, min(acc // nv, 16, m))
-    kc = min(k, kc or max(64, min(512, l1 // (8 * mr)) // 8 * 8))
     nr = nv * lanes
-    nc = max(nr, (l2 // (8 * kc)) // nr * nr)
+    # The B micro-panel (KC x NR) stays in half of L1 while the MR-row panels of A
+    # stream past it; the packed A block (MC x KC) and B block (KC x NC) in half of L2.
+    kc = min(k, kc or max(16, min(512, l1 // (2 * 4 * nr)) // 8 * 8))
+    nc = max(nr, (l2 // (2 * 4 * kc)) // nr * nr)
     nc = min(nc, -(-n // nr) * nr)
-    mc = max(mr, (l2 // (8 * kc)) // mr * mr)
+    mc = max(mr, (l2 // (2 * 4 * kc)) // mr * mr)
     mc = min(mc, -(-m // mr) * mr)
     return Blocking(lanes, mr, nv, mc, nc, kc)
 
@@ -623,8 +623,8 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
                 def ic_body(ir: _Ir, ic: SSAValue, _: Sequence[SSAValue]) -> None:
                     mc = ir.min(blk.mc, ir.sub(m, ic))
                     pack_a(ir, ic, mc, pc, kc)
-                    ir.for_(0, mc, mr, lambda ir, ip, _: ir.for_(
-                        0, nc, nr, lambda ir, jp, _: tile_at(ir, ic, ip, jc, jp, pc, kc)))
+                    ir.for_(0, nc, nr, lambda ir, jp, _: ir.for_(
+                        0, mc, mr, lambda ir, ip, _: tile_at(ir, ic, ip, jc, jp, pc, kc)))
                 ir.for_(0, m, blk.mc, ic_body)
             ir.for_(0, k, blk.kc, pc_body)
 
