@@ -520,6 +520,11 @@ class _Task:
     ap_dyn: SSAValue  # the scratch views as the micro-kernel's `memref<?xf32>`
     bp_dyn: SSAValue
     tile_dyn: SSAValue
+    c_flat: SSAValue  # where the tiles go: C, or this task's partial sum (split-K)
+    c_dyn: SSAValue
+    k_lo: Index  # the k range this task sums
+    k_hi: Index
+    zero_first: bool  # the first k block starts from zero (C was zero-filled / partial)
 
 
 def _fill_table(ir: _Ir, table: SSAValue, opnd: _Operand, group: Sequence[int],
@@ -558,6 +563,24 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
     zero = ir.ins(arith.ConstantOp(builtin.FloatAttr(0.0, f32))).results[0]
     split = _task_split(g, blk, tasks)
     tasks, per_task = split.tasks, split.per_task
+    partials_at = tasks * scratch.slot_bytes  # split-K partial sums, after the slots
+
+    def partial(ir: _Ir, s: Index) -> SSAValue:
+        at = ir.add(partials_at, ir.mul(s, 4 * m * n))
+        return ir.ins(memref.ViewOp(ws, ir.idx(at), [], MemRefType(f32, [m * n]))).results[0]
+
+    def reduce_partials(ir: _Ir) -> None:
+        """C = (beta0 ? 0 : C) + ((P0 + P1) + ...), the same fixed order everywhere."""
+        views = [partial(ir, s) for s in range(tasks)]
+
+        def body(ir: _Ir, i: SSAValue, _: Sequence[SSAValue]) -> None:
+            acc = ir.load(views[0], i)
+            for v in views[1:]:
+                acc = ir.ins(arith.AddfOp(acc, ir.load(v, i))).results[0]
+            if not beta0:
+                acc = ir.ins(arith.AddfOp(ir.load(c_flat, i), acc)).results[0]
+            ir.store(acc, c_flat, i)
+        ir.for_(0, m * n, 1, body)
 
     def task(ir: _Ir, t: SSAValue, _: Sequence[SSAValue]) -> None:
         base = ir.mul(t, scratch.slot_bytes)
@@ -584,7 +607,14 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
                 addr[(id(opnd), id(grp))] = _Addr(stride=opnd.stride(grp, g.sizes))
         am, ak = addr[(id(g.a), id(g.rows))], addr[(id(g.a), id(g.red))]
         bn, bk = addr[(id(g.b), id(g.cols))], addr[(id(g.b), id(g.red))]
-        if split.outer:
+        target, target_dyn, k_lo, k_hi, zero_first = c_flat, c_dyn, 0, k, beta0
+        if split.k:  # all of C, a k range, into this task's partial buffer
+            lo, hi, first, last = 0, n, 0, 0
+            k_lo = ir.mul(t, per_task)
+            k_hi = ir.min(ir.add(k_lo, per_task), k)
+            target = partial(ir, t)
+            target_dyn, zero_first = _dynamic(ir, target), True
+        elif split.outer:
             # Tasks take slices of the first outer dim (a batch, say), all columns each.
             lo, hi = 0, n
             first = ir.mul(t, per_task)
@@ -594,7 +624,8 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
             hi = ir.min(ir.add(lo, per_task * nr), n)
             first, last = 0, g.sizes[g.outer[0]] if g.outer else 0
         st = _Task(lo, hi, ap, bp, tile, am, ak, bn, bk,
-                   *(_dynamic(ir, v) for v in (ap, bp, tile)))
+                   *(_dynamic(ir, v) for v in (ap, bp, tile)),
+                   target, target_dyn, k_lo, k_hi, zero_first)
         outer_loops(ir, list(g.outer), {}, first, last, st)
 
     def outer_loops(ir: _Ir, dims: list[int], ivs: dict[int, SSAValue], first: Index,
@@ -612,12 +643,13 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
         a0, b0, c0 = (_offset(ir, o, ivs) for o in (g.a, g.b, g.c))
         lo, hi, ap, bp, tile = st.lo, st.hi, st.ap, st.bp, st.tile
         am, ak, bn, bk = st.am, st.ak, st.bn, st.bk
+        c_flat, c_dyn = st.c_flat, st.c_dyn
 
         def jc_body(ir: _Ir, jc: SSAValue, _: Sequence[SSAValue]) -> None:
             nc = ir.min(blk.nc, ir.sub(hi, jc))
 
             def pc_body(ir: _Ir, pc: SSAValue, _: Sequence[SSAValue]) -> None:
-                kc = ir.min(blk.kc, ir.sub(k, pc))
+                kc = ir.min(blk.kc, ir.sub(st.k_hi, pc))
                 pack_b(ir, jc, nc, pc, kc)
 
                 def ic_body(ir: _Ir, ic: SSAValue, _: Sequence[SSAValue]) -> None:
@@ -626,7 +658,7 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
                     ir.for_(0, nc, nr, lambda ir, jp, _: ir.for_(
                         0, mc, mr, lambda ir, ip, _: tile_at(ir, ic, ip, jc, jp, pc, kc)))
                 ir.for_(0, m, blk.mc, ic_body)
-            ir.for_(0, k, blk.kc, pc_body)
+            ir.for_(st.k_lo, st.k_hi, blk.kc, pc_body)
 
         def pack(ir: _Ir, src: SSAValue, dst: SSAValue, first: SSAValue, extent: Index,
                  width: int, bound: Index, x0: Index, x_addr: _Addr, k_addr: _Addr,
@@ -675,8 +707,9 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
             pa = ir.mul(ip, blk.kc)
             pb = ir.mul(jp, blk.kc)
             c_at = ir.add(c0, ir.mul(i0, n), j0)
-            if beta0:  # C was only zero-filled: its first k block starts from zero
-                first = ir.ins(arith.CmpiOp(pc, ir.idx(0), "eq")).results[0]
+            if st.zero_first:  # C was only zero-filled (or is a partial sum): the first
+                # k block starts from zero
+                first = ir.ins(arith.CmpiOp(pc, ir.idx(st.k_lo), "eq")).results[0]
                 zero_flag: Index = ir.ins(arith.SelectOp(first, ir.idx(1), ir.idx(0))
                                           ).results[0]
             else:
@@ -742,6 +775,8 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
 
     attrs = {PARALLEL_ATTR: UnitAttr()} if tasks > 1 else None
     ir.for_(0, tasks, 1, task, attrs=attrs)
+    if split.k:
+        reduce_partials(ir)
 
 
 # --- the pass -------------------------------------------------------------------------
@@ -764,14 +799,31 @@ class _Split:
     """How a GEMM's work is cut into independent tasks."""
 
     tasks: int
-    per_task: int  # outer-dim indices (outer=True) or column panels per task
+    per_task: int  # outer-dim indices, column panels or k indices per task
     outer: bool
+    k: bool = False  # split-K: tasks sum k ranges into partial buffers
+
+
+SPLIT_K = 4
+"""Partial sums of a split-K GEMM (a constant: see `_task_split`)."""
+SPLIT_K_MIN = 8192
+"""The reduction length from which a GEMM with at most two column panels and no outer
+dims is split over k."""
 
 
 def _task_split(g: Contraction, blk: Blocking, threads: int) -> _Split:
     """Tasks for `threads`: slices of the first outer dim when it has at least one index
     per thread (a convolution's batch: big, even pieces, each with every column), else
-    ranges of whole NR-column panels. Either way tasks write disjoint parts of C."""
+    ranges of whole NR-column panels. Either way tasks write disjoint parts of C.
+
+    A small C over a long reduction (a first convolution's weight gradient: 20 x 25
+    outputs, each a sum over batch x positions) has no such parallelism: it is split
+    over k into `SPLIT_K` partial sums, added in a fixed order. The split depends on
+    the shape only, never on the thread count, so results stay the same bits for every
+    count (they differ from the unsplit loops' order, as a blocked sum does)."""
+    if not g.outer and g.c.const == 0 and g.n <= 2 * blk.nr and g.k >= SPLIT_K_MIN:
+        per = -(-g.k // SPLIT_K)
+        return _Split(-(-g.k // per), per, False, True)
     if g.outer and g.sizes[g.outer[0]] >= threads > 1:
         size = g.sizes[g.outer[0]]
         per = -(-size // threads)
@@ -886,12 +938,13 @@ class FrameGemm(ModulePass):
         for fn, generic, g in plans:
             blk = choose_blocking(g.m, g.n, g.k, lanes=self.lanes, acc=self.acc, l1=self.l1,
                                   l2=self.l2, nv=self.nv, mr=self.mr, kc=self.kc)
-            tasks = _task_split(g, blk, max(1, self.threads)).tasks
+            split = _task_split(g, blk, max(1, self.threads))
+            tasks = split.tasks
             scratch = _Scratch(-(-blk.mc // blk.mr) * blk.mr * blk.kc,
                                blk.kc * (-(-blk.nc // blk.nr) * blk.nr),
                                blk.mr * blk.nr,
                                sum(prod(g.sizes[d] for d in grp) for _, grp in _tables(g)))
-            nbytes = tasks * scratch.slot_bytes
+            nbytes = tasks * scratch.slot_bytes + (tasks * 4 * g.m * g.n if split.k else 0)
             block = fn.body.blocks[0]
             ws = block.insert_arg(MemRefType(i8, [nbytes]), len(block.args))
             fn.function_type = func.FunctionType.from_lists(

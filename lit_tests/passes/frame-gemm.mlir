@@ -85,6 +85,7 @@ builtin.module {
 // SMALL-LABEL: func.func private @k(
 // SMALL:         linalg.generic
 // SMALL-NOT:     memref.collapse_shape
+// SMALL-LABEL: func.func @f(
 
 // -----
 
@@ -167,3 +168,36 @@ builtin.module {
 // CHECK-LABEL: func.func @f(
 // CHECK-NOT:     func.call @zero
 // CHECK:         func.call @k(
+
+// -----
+
+// A small C over a long reduction (k = 8200, one column panel, no outer dims): split-K.
+// Four tasks sum a quarter of k each into partial buffers past the task slots; then the
+// partials are added in a fixed order (the same for any thread count).
+
+builtin.module {
+  func.func private @k(%a: memref<8200x4xf32>, %b: memref<8200x8xf32>, %c: memref<4x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<8200x4xf32>, memref<8200x8xf32>) outs(%c : memref<4x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func @f(%a: memref<8200x4xf32>, %b: memref<8200x8xf32>, %c: memref<4x8xf32>, %arena: memref<64xi8> {frame.arena}) attributes {frame.arena_size = 64 : i64} {
+    func.call @k(%a, %b, %c) : (memref<8200x4xf32>, memref<8200x8xf32>, memref<4x8xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-LABEL: func.func private @k(
+// CHECK:         scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:           %[[P:.*]] = memref.view %{{.*}} : memref<{{[0-9]+}}xi8> to memref<32xf32>
+// CHECK:         }
+// CHECK-COUNT-4: memref.view %{{.*}} : memref<{{[0-9]+}}xi8> to memref<32xf32>
+// CHECK:         scf.for
+// CHECK-COUNT-3:   arith.addf
+// CHECK:           arith.addf
+// CHECK:           memref.store
+// TWO-LABEL: func.func private @k(
+// TWO:         } {frame.parallel}

@@ -141,3 +141,24 @@ def test_conv_through_gemm_matches_torch(xs: tuple[int, ...], ws: tuple[int, ...
                                    atol=2e-6 * max(1.0, float(np.abs(ref).max())))
     for got, want in zip((loss, gx, gw), plain("cv_grad", xv, wv), strict=True):
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_split_k_is_the_same_for_every_thread_count_and_matches_torch() -> None:
+    """A small C over a long reduction (a first convolution's weight gradient) is summed
+    in `SPLIT_K` partial sums: torch-close, and the same bits at 1, 2 and 3 threads
+    (the split depends on the shape, not on the thread count)."""
+    from frame_mlir.passes.frame_gemm import SPLIT_K_MIN
+
+    m, k, n = 20, SPLIT_K_MIN + 808, 25
+    rng = np.random.default_rng(11)
+    av = rng.standard_normal((k, m), dtype=np.float32)
+    bv = rng.standard_normal((k, n), dtype=np.float32)
+    outs = []
+    for threads in (1, 2, 3):
+        ex, ir = _compile(_matmul_module(m, k, n, True, False), threads=threads)
+        assert f"to memref<{m * n}xf32>" in ir  # views of the partial sums
+        outs.append(ex("mm_y", av, bv)[0])
+    for got in outs[1:]:
+        np.testing.assert_array_equal(got.view(np.uint32), outs[0].view(np.uint32))
+    ref = torch.from_numpy(av).double().T @ torch.from_numpy(bv).double()
+    np.testing.assert_allclose(outs[0], ref.numpy(), rtol=1e-5, atol=2e-6 * np.sqrt(k))
