@@ -106,9 +106,17 @@ def default_threads() -> int:
     if not text:
         return available_cores()
     try:
-        value = int(text)
+        return thread_count(text)
+    except ValueError as err:
+        raise ValueError(f"{THREADS_ENV}: {err}") from None
+
+
+def thread_count(text: str) -> int:
+    """A thread count written as text: a positive decimal integer, else ValueError."""
+    try:
+        value = int(text, 10)
     except ValueError:
         value = 0
     if value < 1:
-        raise ValueError(f"{THREADS_ENV}: expected a positive integer, found {text!r}")
+        raise ValueError(f"expected a positive integer, found {text!r}")
     return value

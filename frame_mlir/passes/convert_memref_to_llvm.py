@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import llvm, memref
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, i8, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -72,18 +72,34 @@ def element_pointer(
     return ops, gep.result, align
 
 
+def lower_load(rewriter: PatternRewriter, op: Operation, base: SSAValue,
+               indices: list[SSAValue], result_type: Attribute) -> None:
+    """Replace `op` (a scalar or vector load of `base[indices]`) by GEP inbounds +
+    `llvm.load` of `result_type` with the element's alignment."""
+    ops, ptr, align = element_pointer(rewriter, base, indices)
+    # Alignment is the element size, the only thing the ABI promises: LLVM would
+    # otherwise assume the type's ABI alignment for vector accesses it forms.
+    load = llvm.LoadOp(ptr, llvm_type(result_type), alignment=align)
+    ops.append(load)
+    value = cast_back(ops, load.dereferenced_value, result_type)
+    rewriter.replace(op, ops, [value])
+
+
+def lower_store(rewriter: PatternRewriter, op: Operation, value: SSAValue, base: SSAValue,
+                indices: list[SSAValue]) -> None:
+    """Replace `op` (a scalar or vector store of `value` at `base[indices]`) by GEP
+    inbounds + `llvm.store` with the element's alignment."""
+    ops, ptr, align = element_pointer(rewriter, base, indices)
+    ops.append(llvm.StoreOp(to_llvm(rewriter, value), ptr, alignment=align))
+    rewriter.replace(op, ops, [])
+
+
 class LowerLoad(RewritePattern):
     """`memref.load %m[%i, %j]` -> GEP inbounds + `llvm.load` with the element alignment."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.LoadOp, rewriter: PatternRewriter, /) -> None:
-        ops, ptr, align = element_pointer(rewriter, op.memref, list(op.indices))
-        # Alignment is the element size, the only thing the ABI promises: LLVM would
-        # otherwise assume the type's ABI alignment for vector accesses it forms.
-        load = llvm.LoadOp(ptr, llvm_type(op.res.type), alignment=align)
-        ops.append(load)
-        value = cast_back(ops, load.dereferenced_value, op.res.type)
-        rewriter.replace(op, ops, [value])
+        lower_load(rewriter, op, op.memref, list(op.indices), op.res.type)
 
 
 class LowerStore(RewritePattern):
@@ -91,10 +107,7 @@ class LowerStore(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.StoreOp, rewriter: PatternRewriter, /) -> None:
-        ops, ptr, align = element_pointer(rewriter, op.memref, list(op.indices))
-        value = to_llvm(rewriter, op.value)
-        ops.append(llvm.StoreOp(value, ptr, alignment=align))
-        rewriter.replace(op, ops, [])
+        lower_store(rewriter, op, op.value, op.memref, list(op.indices))
 
 
 class LowerView(RewritePattern):

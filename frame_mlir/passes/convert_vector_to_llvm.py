@@ -40,7 +40,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import PassFailedException
 
-from frame_mlir.passes.convert_memref_to_llvm import element_pointer
+from frame_mlir.passes.convert_memref_to_llvm import lower_load, lower_store
 from frame_mlir.passes.llvm_common import cast_back, erase_dead_casts, llvm_type, to_llvm
 
 
@@ -60,11 +60,7 @@ class LowerVectorLoad(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: vector.LoadOp, rewriter: PatternRewriter, /) -> None:
         _lanes(op, op.result.type)
-        ops, ptr, align = element_pointer(rewriter, op.base, list(op.indices))
-        load = llvm.LoadOp(ptr, llvm_type(op.result.type), alignment=align)
-        ops.append(load)
-        value = cast_back(ops, load.dereferenced_value, op.result.type)
-        rewriter.replace(op, ops, [value])
+        lower_load(rewriter, op, op.base, list(op.indices), op.result.type)
 
 
 class LowerVectorStore(RewritePattern):
@@ -73,9 +69,7 @@ class LowerVectorStore(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: vector.StoreOp, rewriter: PatternRewriter, /) -> None:
         _lanes(op, op.vector.type)
-        ops, ptr, align = element_pointer(rewriter, op.base, list(op.indices))
-        ops.append(llvm.StoreOp(to_llvm(rewriter, op.vector), ptr, alignment=align))
-        rewriter.replace(op, ops, [])
+        lower_store(rewriter, op, op.vector, op.base, list(op.indices))
 
 
 class LowerBroadcast(RewritePattern):

@@ -72,9 +72,11 @@ from xdsl.ir.affine import (
 )
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
 
-ALIGN = 64
-PARALLEL_ATTR = "frame.parallel"
+from frame_mlir.passes.frame_bufferize import ALIGN
+from frame_mlir.passes.frame_parallelize import PARALLEL_ATTR
+from frame_mlir.passes.llvm_common import static_strides
 
 Index = int | SSAValue
 
@@ -105,14 +107,6 @@ def _linear(expr: AffineExpr) -> tuple[dict[int, int], int] | None:
     return None
 
 
-def _strides(shape: Sequence[int]) -> list[int]:
-    out, acc = [], 1
-    for s in reversed(shape):
-        out.append(acc)
-        acc *= s
-    return out[::-1]
-
-
 @dataclass
 class _Operand:
     """An operand's flat offset as a linear function of the loop dims."""
@@ -134,10 +128,14 @@ class _Operand:
         return s
 
 
-def _offsets(m: AffineMap, shape: Sequence[int]) -> _Operand | None:
+def _offsets(m: AffineMap, typ: MemRefType) -> _Operand | None:
+    try:
+        strides = static_strides(typ)
+    except PassFailedException:  # not a plain row-major memref: not for this pass
+        return None
     coef: dict[int, int] = {}
     const = 0
-    for e, st in zip(m.results, _strides(shape), strict=True):
+    for e, st in zip(m.results, strides, strict=True):
         lin = _linear(e)
         if lin is None:
             return None
@@ -194,8 +192,7 @@ def analyze(op: linalg.GenericOp) -> Contraction | None:
         return None
     sizes = tuple(op.get_static_loop_ranges())
     maps = [m.data for m in op.indexing_maps.data]
-    shapes = [tuple(v.type.get_shape()) for v in vals]  # type: ignore[attr-defined]
-    ops_ = [_offsets(m, s) for m, s in zip(maps, shapes, strict=True)]
+    ops_ = [_offsets(m, v.type) for m, v in zip(maps, vals, strict=True)]  # type: ignore[arg-type]
     if any(o is None for o in ops_):
         return None
     a, b, c = ops_
@@ -463,18 +460,37 @@ def micro_kernel(rows: int, nv: int, lanes: int, mr: int, nr: int) -> func.FuncO
 
 @dataclass
 class _Scratch:
-    """Layout of one task's scratch slot: packed A, packed B, the edge tile (f32), then
-    the offset tables (i32)."""
+    """Layout of a GEMM's scratch: one slot per task -- packed A, packed B, the edge tile
+    (f32), then the offset tables (i32) -- and after the slots, for split-K, one partial
+    sum of C (m x n f32) per task."""
 
     a_floats: int
     b_floats: int
     tile_floats: int
-    table_ints: int = 0
+    table_ints: int
+    tasks: int
+    partial_floats: int  # m * n with split-K, else 0
+
+    @staticmethod
+    def of(g: Contraction, blk: Blocking, split: _Split) -> _Scratch:
+        return _Scratch(-(-blk.mc // blk.mr) * blk.mr * blk.kc,
+                        blk.kc * (-(-blk.nc // blk.nr) * blk.nr),
+                        blk.mr * blk.nr,
+                        sum(prod(g.sizes[d] for d in grp) for _, grp in _tables(g)),
+                        split.tasks, g.m * g.n if split.k else 0)
 
     @property
     def slot_bytes(self) -> int:
         n = 4 * (self.a_floats + self.b_floats + self.tile_floats + self.table_ints)
         return -(-n // ALIGN) * ALIGN
+
+    @property
+    def partials_at(self) -> int:
+        return self.tasks * self.slot_bytes
+
+    @property
+    def nbytes(self) -> int:
+        return self.partials_at + self.tasks * 4 * self.partial_floats
 
 
 def _tables(g: Contraction) -> list[tuple[_Operand, list[int]]]:
@@ -550,7 +566,7 @@ def _offset(ir: _Ir, opnd: _Operand, outer: dict[int, SSAValue]) -> Index:
     return ir.add(opnd.const, *(ir.mul(iv, opnd.coef.get(d, 0)) for d, iv in outer.items()))
 
 
-def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
+def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAValue,
                scratch: _Scratch, micros: dict[str, func.FuncOp], beta0: bool) -> None:
     """Insert the blocked GEMM for `g` at `ir`. Tiles call the shared micro-kernels
     (`micro_kernel`), made on first use into `micros`; with `beta0`, C's prior contents
@@ -561,12 +577,10 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, tasks: int, ws: SSAValue,
     a_flat, b_flat, c_flat = (_collapse(ir, v) for v in (g.a_value, g.b_value, g.c_value))
     c_dyn = _dynamic(ir, c_flat)
     zero = ir.ins(arith.ConstantOp(builtin.FloatAttr(0.0, f32))).results[0]
-    split = _task_split(g, blk, tasks)
     tasks, per_task = split.tasks, split.per_task
-    partials_at = tasks * scratch.slot_bytes  # split-K partial sums, after the slots
 
     def partial(ir: _Ir, s: Index) -> SSAValue:
-        at = ir.add(partials_at, ir.mul(s, 4 * m * n))
+        at = ir.add(scratch.partials_at, ir.mul(s, 4 * m * n))
         return ir.ins(memref.ViewOp(ws, ir.idx(at), [], MemRefType(f32, [m * n]))).results[0]
 
     def reduce_partials(ir: _Ir) -> None:
@@ -939,12 +953,8 @@ class FrameGemm(ModulePass):
             blk = choose_blocking(g.m, g.n, g.k, lanes=self.lanes, acc=self.acc, l1=self.l1,
                                   l2=self.l2, nv=self.nv, mr=self.mr, kc=self.kc)
             split = _task_split(g, blk, max(1, self.threads))
-            tasks = split.tasks
-            scratch = _Scratch(-(-blk.mc // blk.mr) * blk.mr * blk.kc,
-                               blk.kc * (-(-blk.nc // blk.nr) * blk.nr),
-                               blk.mr * blk.nr,
-                               sum(prod(g.sizes[d] for d in grp) for _, grp in _tables(g)))
-            nbytes = tasks * scratch.slot_bytes + (tasks * 4 * g.m * g.n if split.k else 0)
+            scratch = _Scratch.of(g, blk, split)
+            nbytes = scratch.nbytes
             block = fn.body.blocks[0]
             ws = block.insert_arg(MemRefType(i8, [nbytes]), len(block.args))
             fn.function_type = func.FunctionType.from_lists(
@@ -954,7 +964,7 @@ class FrameGemm(ModulePass):
             name = fn.sym_name.data
             beta0 = name in fills
             ir = _Ir(Builder(InsertPoint.before(generic)))
-            build_gemm(ir, g, blk, tasks, ws, scratch, micros, beta0)
+            build_gemm(ir, g, blk, split, ws, scratch, micros, beta0)
             generic.detach()
             generic.erase()
             scratch_of[name] = nbytes

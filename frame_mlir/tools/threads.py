@@ -11,13 +11,12 @@ if TYPE_CHECKING:
 
 def thread_count(text: str) -> int:
     """argparse type of `--threads`: a positive integer (a usage error otherwise)."""
+    from frame_mlir.backend.host import thread_count as parse
+
     try:
-        value = int(text, 10)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, found {text!r}")
-    return value
+        return parse(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def add_threads_argument(parser: argparse.ArgumentParser, applies_to: str) -> None:
