@@ -33,6 +33,9 @@ class CompileOptions:
     # `fuse_elementwise=False` keeps one generic per elementwise op (a reference for
     # the bit-identity tests of frame-fuse-elementwise).
     fuse_elementwise: bool = True
+    # `fuse_epilogue=False` keeps a GEMM's elementwise consumers as kernels of their
+    # own (the reference for frame-fuse-gemm-epilogue's bit-identity tests).
+    fuse_epilogue: bool = True
 
     def resolved(self) -> CompileOptions:
         """These options with the host's defaults filled in where they are None (what a

@@ -51,6 +51,7 @@ from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
 from frame_mlir.passes.frame_autodiff import FrameAutodiff
 from frame_mlir.passes.frame_bufferize import FrameBufferize
 from frame_mlir.passes.frame_fuse_elementwise import FrameFuseElementwise
+from frame_mlir.passes.frame_fuse_gemm_epilogue import FrameFuseGemmEpilogue
 from frame_mlir.passes.frame_gemm import FrameGemm
 from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
 from frame_mlir.passes.frame_parallelize import FrameParallelize
@@ -80,8 +81,13 @@ def gemm_pass(options: CompileOptions) -> FrameGemm:
                      acc=host.vector_registers * 3 // 4,
                      l1=options.l1_bytes or host.l1d_bytes,
                      l2=options.l2_bytes or host.l2_bytes, threads=options.threads,
-                     min_flops=(2**62 if not options.gemm else FrameGemm.min_flops
-                                if options.gemm_min_flops is None else options.gemm_min_flops))
+                     min_flops=_gemm_min_flops(options))
+
+
+def _gemm_min_flops(options: CompileOptions) -> int:
+    if not options.gemm:
+        return 2**62
+    return FrameGemm.min_flops if options.gemm_min_flops is None else options.gemm_min_flops
 
 
 @dataclass(frozen=True)
@@ -111,7 +117,10 @@ def stages(lr: float | None, options: CompileOptions | None = None) -> list[Stag
                          *((FrameFuseElementwise(),) if options.fuse_elementwise else ())),
               "linalg on tensors"),
         Stage("bufferized", (FrameBufferize(),), "memrefs over a static arena"),
-        Stage("loops", (FrameOutlineKernels(), gemm_pass(options), FrameTileMatmul(),
+        Stage("loops", (FrameOutlineKernels(),
+                        *((FrameFuseGemmEpilogue(min_flops=_gemm_min_flops(options)),)
+                          if options.fuse_epilogue else ()),
+                        gemm_pass(options), FrameTileMatmul(),
                         ConvertLinalgToLoopsPass(),
                         LowerAffinePass(), ArithExpand(),
                         FrameParallelize(threads=options.threads), FrameTrainLoop()),

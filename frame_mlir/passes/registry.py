@@ -16,6 +16,7 @@ from frame_mlir.passes.convert_vector_to_llvm import ConvertVectorToLLVMPass
 from frame_mlir.passes.frame_autodiff import FrameAutodiff
 from frame_mlir.passes.frame_bufferize import FrameBufferize
 from frame_mlir.passes.frame_fuse_elementwise import FrameFuseElementwise
+from frame_mlir.passes.frame_fuse_gemm_epilogue import FrameFuseGemmEpilogue
 from frame_mlir.passes.frame_gemm import FrameGemm
 from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
 from frame_mlir.passes.frame_parallelize import FrameParallelize
@@ -33,6 +34,7 @@ ALL_PASSES: list[type[ModulePass]] = [
     FrameFuseElementwise,
     FrameBufferize,
     FrameOutlineKernels,
+    FrameFuseGemmEpilogue,
     FrameGemm,
     FrameTileMatmul,
     FrameParallelize,

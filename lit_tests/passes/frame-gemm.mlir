@@ -201,3 +201,51 @@ builtin.module {
 // CHECK:           memref.store
 // TWO-LABEL: func.func private @k(
 // TWO:         } {frame.parallel}
+
+// -----
+
+// A GEMM with an epilogue (frame-fuse-gemm-epilogue): the bias add + relu generic after
+// the contraction runs on each tile right after the tile's last k block, reading C and
+// the broadcast bias by row and column, writing its own output; no generic is left.
+
+builtin.module {
+  func.func private @k(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %c: memref<6x8xf32>, %bias: memref<8xf32>, %h: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<6x5xf32>, memref<5x8xf32>) outs(%c : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.broadcast+frame.add+frame.relu"} ins(%c, %bias : memref<6x8xf32>, memref<8xf32>) outs(%h : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %s = arith.addf %x, %y : f32
+      %zero = arith.constant 0.000000e+00 : f32
+      %r = arith.maximumf %s, %zero : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func @f(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %bias: memref<8xf32>, %arena: memref<512xi8> {frame.arena}) attributes {frame.arena_size = 512 : i64} {
+    %0 = arith.constant 0 : index
+    %c = memref.view %arena[%0][] : memref<512xi8> to memref<6x8xf32>
+    %1 = arith.constant 256 : index
+    %h = memref.view %arena[%1][] : memref<512xi8> to memref<6x8xf32>
+    func.call @k(%a, %b, %c, %bias, %h) : (memref<6x5xf32>, memref<5x8xf32>, memref<6x8xf32>, memref<8xf32>, memref<6x8xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-LABEL: func.func private @k(
+// CHECK-SAME:    %[[BIAS:[^:]*]]: memref<8xf32>
+// CHECK-NOT:     linalg.generic
+// CHECK:         func.call @frame_gemm_micro_2x8_p2x8_f32x4(
+// CHECK:         %[[LAST:.*]] = arith.cmpi sge, %{{.*}}, %{{.*}} : index
+// CHECK-NEXT:    scf.if %[[LAST]] {
+// CHECK:           scf.for
+// CHECK-NEXT:        scf.for
+// CHECK:               %[[CV:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<48xf32>
+// CHECK-NEXT:          %[[BV:.*]] = memref.load %[[BIAS]][%{{.*}}] : memref<8xf32>
+// CHECK-NEXT:          %[[S:.*]] = arith.addf %[[CV]], %[[BV]] : f32
+// CHECK:               %[[R:.*]] = arith.maximumf %[[S]], %{{.*}} : f32
+// CHECK-NEXT:          memref.store %[[R]], %{{.*}}[%{{.*}}] : memref<48xf32>
+// CHECK-NOT:     linalg.generic
+// CHECK-LABEL: func.func @f(

@@ -1,0 +1,332 @@
+"""frame-fuse-gemm-epilogue: fuse the elementwise kernels that consume a GEMM's output
+into the GEMM kernel, to run on each tile of C while it is still in L1.
+
+Expects: outlined kernels (`frame-outline-kernels`): functions that are sequences of
+views and calls of private kernels, each kernel one `linalg.generic` (or fill).
+Does: for a call of a contraction kernel that `frame-gemm` will rewrite (`analyze`,
+at least `min_flops` multiply-adds) writing C, walks the calls after it. The first
+call that touches C (or the output of an epilogue already taken) becomes part of the
+epilogue if its kernel is one elementwise generic over C's shape that
+
+  - reads C / those outputs through the identity map (element (i, j) of its loops
+    reads element (i, j): it can run as soon as that element is final), and
+    addresses each operand with one stride over C's rows and one over its columns
+    (`frame_gemm.analyze_epilogue`): a bias broadcast, an activation, an activation
+    gradient, the SGD update of a weight from its gradient;
+  - writes its output through the identity map, to a buffer that the GEMM does not
+    read (A, B) and that no fused op reads at another element: either disjoint from
+    them or the very buffer it reads in place;
+  - reads nothing else that the GEMM or an earlier epilogue writes;
+  - can move up to the GEMM: none of the calls in between touches its output or
+    writes what it reads.
+
+The chain grows until a call touches the written buffers without qualifying. The GEMM
+call and its epilogue calls are replaced by one call of a new kernel
+`@<gemm kernel>_<epilogue names>` whose body is the contraction generic followed by the
+epilogue generics, on the union of their arguments; `frame-gemm` then runs the epilogue
+per tile after the tile's last k block. Kernels no longer called are erased.
+Numerics: every epilogue op computes exactly what it computed before, from the same
+final values of C: results are bit-identical to the unfused pipeline. C is still
+stored (another op may read it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from math import prod
+
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func, memref
+from xdsl.dialects.builtin import IntegerAttr, MemRefType
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Block, BlockArgument, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from frame_mlir.passes.frame_gemm import Contraction, FrameGemm, analyze, epilogue_operands
+
+_Extent = tuple[SSAValue, int, int | None]  # root buffer, first byte, end (None: all)
+
+
+def _extent(v: SSAValue) -> _Extent | None:
+    """The bytes `v` covers: a function argument, or a constant-offset view of one."""
+    if isinstance(v, BlockArgument):
+        return v, 0, None
+    view = v.owner
+    if isinstance(view, memref.ViewOp) and isinstance(view.source, BlockArgument) and \
+            not view.sizes and isinstance(view.byte_shift.owner, arith.ConstantOp):
+        shift = view.byte_shift.owner.value
+        typ = v.type
+        if isinstance(shift, IntegerAttr) and isinstance(typ, MemRefType):
+            start = shift.value.data
+            return view.source, start, start + 4 * prod(typ.get_shape())
+    return None
+
+
+def _same(x: SSAValue, y: SSAValue) -> bool:
+    """Whether two values are the same buffer: one value, or views of the same bytes
+    with the same type (the arena plan reuses a dead buffer's bytes for a new one)."""
+    if x is y:
+        return True
+    ex, ey = _extent(x), _extent(y)
+    return ex is not None and ey is not None and ex[0] is ey[0] and ex[1:] == ey[1:] \
+        and x.type == y.type
+
+
+def _overlap(x: SSAValue, y: SSAValue) -> bool:
+    """Whether two buffers may share bytes (unknown views: yes)."""
+    if x is y:
+        return True
+    ex, ey = _extent(x), _extent(y)
+    if ex is None or ey is None:
+        return True
+    if ex[0] is not ey[0]:
+        return False  # distinct arguments are distinct buffers
+    if ex[2] is None or ey[2] is None:
+        return True
+    return ex[1] < ey[2] and ey[1] < ex[2]
+
+
+def _touches(vals: list[SSAValue], bufs: list[SSAValue]) -> bool:
+    return any(_overlap(v, b) for v in vals for b in bufs)
+
+
+def _single_generic(fn: func.FuncOp) -> linalg.GenericOp | None:
+    """The one generic of a kernel made of it and constants."""
+    if not fn.body.blocks:
+        return None
+    ops = [o for o in fn.body.blocks[0].ops if not isinstance(o, arith.ConstantOp
+                                                                | func.ReturnOp)]
+    return ops[0] if len(ops) == 1 and isinstance(ops[0], linalg.GenericOp) else None
+
+
+def _written(call: func.CallOp, kernels: dict[str, func.FuncOp]) -> list[SSAValue]:
+    """The operands a call may write: its kernel's linalg outputs (all, if unknown)."""
+    fn = kernels.get(call.callee.root_reference.data)
+    if fn is None or not fn.body.blocks:
+        return list(call.arguments)
+    args = list(fn.body.blocks[0].args)
+    out: list[SSAValue] = []
+    for op in fn.body.blocks[0].ops:
+        if isinstance(op, arith.ConstantOp | func.ReturnOp):
+            continue
+        if not isinstance(op, linalg.GenericOp | linalg.FillOp):
+            return list(call.arguments)
+        for v in op.outputs:
+            if v not in args:
+                return list(call.arguments)
+            out.append(call.arguments[args.index(v)])
+    return out
+
+
+def _hoist(v: SSAValue, call: func.CallOp) -> None:
+    """Move the pure op defining `v` (a view, a constant) and what it uses in turn
+    above `call`, if it is defined after it in the same block."""
+    owner = v.owner
+    if not isinstance(owner, arith.ConstantOp | memref.ViewOp) or \
+            owner.parent is not call.parent:
+        return
+    block = call.parent
+    assert block is not None
+    if block.get_operation_index(owner) < block.get_operation_index(call):
+        return
+    for operand in owner.operands:
+        _hoist(operand, call)
+    owner.detach()
+    block.insert_op_before(owner, call)
+
+
+def _erase_if_unused(op: object) -> None:
+    if isinstance(op, memref.ViewOp | arith.ConstantOp) and not any(r.uses for r in op.results):
+        operands = list(op.operands)
+        Rewriter.erase_op(op)
+        for v in operands:
+            _erase_if_unused(v.owner)
+
+
+def _called(module: builtin.ModuleOp) -> set[str]:
+    return {c.callee.root_reference.data for c in module.walk() if isinstance(c, func.CallOp)}
+
+
+def _suffix(name: str) -> str:
+    match = re.search(r"__k\d+_(\w+)$", name)
+    return match.group(1) if match else name
+
+
+@dataclass(frozen=True)
+class FrameFuseGemmEpilogue(ModulePass):
+    """Fuse the elementwise consumers of a GEMM's output into its kernel (see module
+    doc)."""
+
+    name = "frame-fuse-gemm-epilogue"
+
+    min_flops: int = FrameGemm.min_flops
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        kernels = {f.sym_name.data: f for f in op.ops if isinstance(f, func.FuncOp)}
+        fused: dict[tuple[object, ...], func.FuncOp] = {}
+        called_before = _called(op)
+        for fn in list(kernels.values()):
+            if not fn.body.blocks:
+                continue
+            for call in [o for o in fn.body.blocks[0].ops if isinstance(o, func.CallOp)]:
+                if call.parent is not None:  # not erased as part of an earlier epilogue
+                    self._fuse_at(call, kernels, fused)
+        for name in called_before - _called(op):
+            kernels[name].detach()
+            kernels[name].erase()
+
+    def _gemm(self, fn: func.FuncOp | None) -> tuple[linalg.GenericOp, int] | None:
+        """The contraction of a kernel frame-gemm will take, and C's argument index."""
+        generic = _single_generic(fn) if fn is not None else None
+        g = analyze(generic) if generic is not None else None
+        if fn is None or generic is None or g is None:
+            return None
+        if g.m * g.n * g.k * prod(g.sizes[d] for d in g.outer) < self.min_flops:
+            return None
+        args = list(fn.body.blocks[0].args)
+        return (generic, args.index(g.c_value)) if g.c_value in args else None
+
+    def _fuse_at(self, call: func.CallOp,
+                 kernels: dict[str, func.FuncOp],
+                 fused: dict[tuple[object, ...], func.FuncOp]) -> None:
+        name = call.callee.root_reference.data
+        found = self._gemm(kernels.get(name))
+        if found is None:
+            return
+        contraction, c_index = found
+        g = analyze(contraction)
+        assert g is not None
+        c_val = call.arguments[c_index]
+        gemm_reads = [v for i, v in enumerate(call.arguments) if i != c_index]
+        written: list[SSAValue] = [c_val]  # per element, final once the tile is done
+        reads: list[SSAValue] = list(gemm_reads)  # read at other elements / while running
+        chain: list[func.CallOp] = []
+        between: list[func.CallOp] = []
+        nxt = call.next_op
+        while nxt is not None:
+            cur, nxt = nxt, nxt.next_op
+            if isinstance(cur, arith.ConstantOp | memref.ViewOp):
+                continue
+            if not isinstance(cur, func.CallOp):
+                break
+            if not _touches(list(cur.arguments), written):
+                between.append(cur)
+                continue
+            if not self._fits(cur, g, kernels, written, reads, between):
+                break
+            chain.append(cur)
+            ew = _single_generic(kernels[cur.callee.root_reference.data])
+            assert ew is not None
+            args = list(kernels[cur.callee.root_reference.data].body.blocks[0].args)
+            outs = [cur.arguments[args.index(v)] for v in ew.outputs]
+            ins = [cur.arguments[args.index(v)] for v in ew.inputs]
+            reads += [v for v in ins if not any(_same(v, w) for w in written)]
+            written += outs
+        if not chain:
+            return
+        self._replace(call, chain, kernels, fused)
+
+    def _fits(self, cur: func.CallOp, g: Contraction, kernels: dict[str, func.FuncOp],
+              written: list[SSAValue], reads: list[SSAValue],
+              between: list[func.CallOp]) -> bool:
+        """Whether `cur` can join the epilogue (see the module doc)."""
+        fn = kernels.get(cur.callee.root_reference.data)
+        ew = _single_generic(fn) if fn is not None else None
+        if fn is None or ew is None or len(ew.outputs) != 1:
+            return False
+        args = list(fn.body.blocks[0].args)
+        if any(v not in args for v in (*ew.inputs, *ew.outputs)):
+            return False
+        ins = [cur.arguments[args.index(v)] for v in ew.inputs]
+        out = cur.arguments[args.index(ew.outputs[0])]
+
+        def is_written(v: SSAValue) -> bool:
+            return any(_same(v, w) for w in written)
+        for v in ins:  # a written buffer is read whole, as itself; others stay apart
+            if not _same(v, out) and not is_written(v) and \
+                    (_touches([v], written) or _overlap(v, out)):
+                return False
+        # The output: in place over a written buffer or apart from them, and apart
+        # from what the GEMM and the epilogue read elsewhere than at its element.
+        if not is_written(out) and _touches([out], written) or _touches([out], reads):
+            return False
+        for x in between:  # it moves up past these calls
+            if _touches(list(x.arguments), [out]) or _touches(_written(x, kernels), ins):
+                return False
+        identity = [is_written(v) or _same(v, out) for v in ins] + [True]
+        return epilogue_operands(g, ew, identity) is not None
+
+    def _replace(self, call: func.CallOp,
+                 chain: list[func.CallOp], kernels: dict[str, func.FuncOp],
+                 fused: dict[tuple[object, ...], func.FuncOp]) -> None:
+        """One call of the fused kernel (made once per pattern of arguments)."""
+        args: list[SSAValue] = list(call.arguments)
+        pattern: list[tuple[int, ...]] = []
+        for c in chain:
+            idx = []
+            for v in c.arguments:
+                # One argument per buffer: kernel arguments are `noalias`.
+                pos = next((i for i, a in enumerate(args) if _same(a, v)), None)
+                if pos is None:
+                    args.append(v)
+                    pos = len(args) - 1
+                idx.append(pos)
+            pattern.append(tuple(idx))
+        names = (call.callee.root_reference.data,
+                 *(c.callee.root_reference.data for c in chain))
+        key = (names, tuple(pattern), len(args))
+        kernel = fused.get(key)
+        if kernel is None:
+            kernel = _fused_kernel(names, [kernels[n] for n in names], pattern,
+                                   [a.type for a in args], set(kernels))
+            first = kernels[names[0]]
+            Rewriter.insert_op(kernel, InsertPoint.before(first))
+            fused[key] = kernel
+            kernels[kernel.sym_name.data] = kernel
+        for v in args:  # views made for the epilogue calls must come before the call
+            _hoist(v, call)
+        new_call = func.CallOp(kernel.sym_name.data, args, [])
+        new_call.attributes.update(call.attributes)
+        Rewriter.replace_op(call, new_call)
+        for c in chain:
+            operands = list(c.arguments)
+            Rewriter.erase_op(c)
+            for v in operands:  # a view only the epilogue call used
+                _erase_if_unused(v.owner)
+
+
+def _fused_kernel(names: tuple[str, ...], parts: list[func.FuncOp],
+                  pattern: list[tuple[int, ...]], types: list[object],
+                  taken: set[str]) -> func.FuncOp:
+    """The GEMM kernel's body, then each epilogue kernel's, on the union of arguments."""
+    block = Block(arg_types=types)  # type: ignore[arg-type]
+    gemm = parts[0]
+    maps = [dict(zip(gemm.body.blocks[0].args, block.args, strict=False))]
+    for part, idx in zip(parts[1:], pattern, strict=True):
+        maps.append({a: block.args[i] for a, i in zip(part.body.blocks[0].args, idx,
+                                                        strict=True)})
+    # Constants first, so every body may use any of them; then the generics in order.
+    for part, mapping in zip(parts, maps, strict=True):
+        for o in part.body.blocks[0].ops:
+            if isinstance(o, arith.ConstantOp):
+                clone = o.clone(value_mapper=mapping)
+                block.add_op(clone)
+                mapping[o.results[0]] = clone.results[0]
+    for part, mapping in zip(parts, maps, strict=True):
+        for o in part.body.blocks[0].ops:
+            if not isinstance(o, arith.ConstantOp | func.ReturnOp):
+                block.add_op(o.clone(value_mapper=mapping))
+    block.add_op(func.ReturnOp())
+    name = names[0] + "".join(f"_{_suffix(n)}" for n in names[1:])
+    base, count = name, 1
+    while name in taken:
+        count += 1
+        name = f"{base}{count}"
+    kernel = func.FuncOp(name, func.FunctionType.from_lists(types, []),  # type: ignore[arg-type]
+                         Region(block), visibility="private")
+    for key, value in gemm.attributes.items():
+        if key.startswith("frame.") and key != "frame.parallel_dims":
+            kernel.attributes[key] = value
+    return kernel

@@ -1,0 +1,119 @@
+// RUN: frame-opt %s --split-input-file -p 'frame-fuse-gemm-epilogue{min_flops=0}' | filecheck %s
+
+// A matmul kernel writing C, then a bias add reading C and a relu reading the sum:
+// both join the GEMM's epilogue. The sum is written where C was (the arena plan reused
+// C's bytes: the same buffer, passed once), and the relu's output lives elsewhere.
+
+builtin.module {
+  func.func private @f__k0_matmul(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %c: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<6x5xf32>, memref<5x8xf32>) outs(%c : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func private @f__k1_broadcast_add(%c: memref<6x8xf32>, %bias: memref<8xf32>, %s: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.broadcast+frame.add"} ins(%c, %bias : memref<6x8xf32>, memref<8xf32>) outs(%s : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = arith.addf %x, %y : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func private @f__k2_relu(%s: memref<6x8xf32>, %h: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.relu"} ins(%s : memref<6x8xf32>) outs(%h : memref<6x8xf32>) {
+    ^bb0(%x: f32, %z: f32):
+      %zero = arith.constant 0.000000e+00 : f32
+      %r = arith.maximumf %x, %zero : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func @f(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %bias: memref<8xf32>, %arena: memref<512xi8> {frame.arena}) {
+    %0 = arith.constant 0 : index
+    %c = memref.view %arena[%0][] : memref<512xi8> to memref<6x8xf32>
+    func.call @f__k0_matmul(%a, %b, %c) : (memref<6x5xf32>, memref<5x8xf32>, memref<6x8xf32>) -> ()
+    %1 = arith.constant 0 : index
+    %s = memref.view %arena[%1][] : memref<512xi8> to memref<6x8xf32>
+    func.call @f__k1_broadcast_add(%c, %bias, %s) : (memref<6x8xf32>, memref<8xf32>, memref<6x8xf32>) -> ()
+    %2 = arith.constant 256 : index
+    %h = memref.view %arena[%2][] : memref<512xi8> to memref<6x8xf32>
+    func.call @f__k2_relu(%s, %h) : (memref<6x8xf32>, memref<6x8xf32>) -> ()
+    func.return
+  }
+}
+
+// The fused kernel: the contraction, then the epilogue generics in order, on the union
+// of the arguments (C and the sum are one argument). The old kernels are gone.
+// CHECK-LABEL: func.func private @f__k0_matmul_broadcast_add_relu(
+// CHECK-SAME:    %[[A:.*]]: memref<6x5xf32>, %[[B:.*]]: memref<5x8xf32>, %[[C:.*]]: memref<6x8xf32>, %[[BIAS:.*]]: memref<8xf32>, %[[H:.*]]: memref<6x8xf32>)
+// CHECK:         linalg.generic {{.*}} ins(%[[A]], %[[B]] : {{.*}}) outs(%[[C]] : memref<6x8xf32>)
+// CHECK:           math.fma
+// CHECK:         linalg.generic {{.*}} ins(%[[C]], %[[BIAS]] : {{.*}}) outs(%[[C]] : memref<6x8xf32>)
+// CHECK:           arith.addf
+// CHECK:         linalg.generic {{.*}} ins(%[[C]] : {{.*}}) outs(%[[H]] : memref<6x8xf32>)
+// CHECK:           arith.maximumf
+// CHECK-NOT:   func.func private @f__k0_matmul(
+// CHECK-NOT:   func.func private @f__k1_broadcast_add(
+// CHECK-NOT:   func.func private @f__k2_relu(
+// CHECK-LABEL: func.func @f(
+// CHECK:         %[[C2:.*]] = memref.view %{{.*}}[%{{.*}}][] : memref<512xi8> to memref<6x8xf32>
+// CHECK:         %[[H2:.*]] = memref.view %{{.*}}[%{{.*}}][] : memref<512xi8> to memref<6x8xf32>
+// CHECK-NEXT:    func.call @f__k0_matmul_broadcast_add_relu(%{{.*}}, %{{.*}}, %[[C2]], %{{.*}}, %[[H2]])
+// CHECK-NOT:     func.call
+// CHECK:         func.return
+
+// -----
+
+// Not fused: the first add writes over A (the GEMM still reads all of A while it
+// computes C's first tiles); the second cannot move up past the copy, which writes its
+// output too.
+
+builtin.module {
+  func.func private @g__k0_matmul(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %c: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<6x5xf32>, memref<5x8xf32>) outs(%c : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func private @g__k1_add(%c: memref<6x8xf32>, %d: memref<6x8xf32>, %s: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.add"} ins(%c, %d : memref<6x8xf32>, memref<6x8xf32>) outs(%s : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = arith.addf %x, %y : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func private @g__k2_copy(%s: memref<6x8xf32>, %o: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.copy"} ins(%s : memref<6x8xf32>) outs(%o : memref<6x8xf32>) {
+    ^bb0(%x: f32, %z: f32):
+      linalg.yield %x : f32
+    }
+    func.return
+  }
+  func.func @g(%b: memref<5x8xf32>, %d: memref<6x8xf32>, %o: memref<6x8xf32>, %arena: memref<512xi8> {frame.arena}) {
+    %0 = arith.constant 0 : index
+    %a = memref.view %arena[%0][] : memref<512xi8> to memref<6x5xf32>
+    %1 = arith.constant 256 : index
+    %c = memref.view %arena[%1][] : memref<512xi8> to memref<6x8xf32>
+    func.call @g__k0_matmul(%a, %b, %c) : (memref<6x5xf32>, memref<5x8xf32>, memref<6x8xf32>) -> ()
+    %s = memref.view %arena[%0][] : memref<512xi8> to memref<6x8xf32>
+    func.call @g__k1_add(%c, %d, %s) : (memref<6x8xf32>, memref<6x8xf32>, memref<6x8xf32>) -> ()
+    func.call @g__k0_matmul(%a, %b, %c) : (memref<6x5xf32>, memref<5x8xf32>, memref<6x8xf32>) -> ()
+    func.call @g__k2_copy(%d, %o) : (memref<6x8xf32>, memref<6x8xf32>) -> ()
+    func.call @g__k1_add(%c, %d, %o) : (memref<6x8xf32>, memref<6x8xf32>, memref<6x8xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-LABEL: func.func @g(
+// CHECK:         func.call @g__k0_matmul(
+// CHECK-NEXT:    %{{.*}} = memref.view
+// CHECK-NEXT:    func.call @g__k1_add(
+// CHECK-NEXT:    func.call @g__k0_matmul(
+// CHECK-NEXT:    func.call @g__k2_copy(
+// CHECK-NEXT:    func.call @g__k1_add(
+// CHECK-NEXT:    func.return
