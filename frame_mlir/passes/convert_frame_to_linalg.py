@@ -296,11 +296,49 @@ def _sum(lw: Lowerer, op: Operation) -> SSAValue:
     if not kept:  # a full reduction: blocked when large, like the mse loss
         total = _sum_into(lw, [op.input], _accumulate)
         return _round_to(lw, total, _result_type(op))
+    shape = frame.static_shape(op.input) or ()
+    if rank - 1 in axes and len(axes) > 1 and shape[-1] >= COLUMN_SUM_MIN:
+        return _round_to(lw, _column_sum(lw, op.input, kept, axes), _result_type(op))
     init = lw.filled(_accumulator_type(_result_type(op)), 0.0)
     total = lw.generic([op.input], init, [identity_map(rank), dims_map(rank, kept)],
                        [RED if d in axes else PAR for d in range(rank)],
                        _accumulate)
     return _round_to(lw, total, _result_type(op))
+
+
+#: A partial sum over the last (contiguous) dim and others, whose last dim is at least
+#: this long, is summed per column first (`_column_sum`).
+COLUMN_SUM_MIN = 8
+
+
+def _column_sum(lw: Lowerer, x: SSAValue, kept: Sequence[int], axes: Sequence[int]
+                ) -> SSAValue:
+    """A sum over `axes` that include the last dim: per column, then across columns.
+
+    A plain loop nest would add the last dim's elements into one scalar accumulator,
+    which cannot be vectorized without reassociating the sum. Here loops run over (kept
+    dims..., other summed dims..., last dim), the last one parallel: each column w of
+    the last dim has its own partial, `partial[kept, w] += x[..., w]` (contiguous loads,
+    one vector lane per column), over the other summed dims in row-major order; then
+    `out[kept] = ((partial[kept, 0] + partial[kept, 1]) + ...)`. The order is fixed by
+    the shape alone (the same bits for every thread count and vector width), and, like
+    a blocked sum, it adds fewer terms into each accumulator than one running sum.
+    The kept dims lead the nest, so the threads split them."""
+    shape = frame.static_shape(x) or ()
+    rank = len(shape)
+    last = rank - 1
+    others = [d for d in axes if d != last]
+    order = [*kept, *others, last]  # loop dim i iterates input dim order[i]
+    pos = {d: i for i, d in enumerate(order)}
+    x_map = dims_map(rank, [pos[d] for d in range(rank)])
+    p_map = dims_map(rank, [pos[d] for d in kept] + [rank - 1])
+    partial = lw.filled(frame.tensor_type((*(shape[d] for d in kept), shape[last])), 0.0)
+    partial = lw.generic([x], partial, [x_map, p_map],
+                         [PAR] * len(kept) + [RED] * len(others) + [PAR], _accumulate)
+    k = len(kept)
+    init = lw.filled(frame.tensor_type(tuple(shape[d] for d in kept)), 0.0)
+    return lw.generic([partial], init, [identity_map(k + 1), dims_map(k + 1, range(k))],
+                      [PAR] * k + [RED], _accumulate)
 
 
 def _broadcast(lw: Lowerer, op: Operation) -> SSAValue:

@@ -318,6 +318,27 @@ func.func @sum_axes(%x: tensor<2x3x4xf32>) -> tensor<3xf32> {
 
 // -----
 
+// A sum over the last dim and others, the last dim at least 8 long: per column first
+// (loops (kept, summed, last), the last one parallel: one partial per column, so the
+// contiguous loop vectorizes without reassociating), then across the columns in order.
+func.func @sum_columns(%x: tensor<2x3x9xf32>) -> tensor<3xf32> {
+  %0 = frame.sum %x {axes = array<i64: 0, 2>} : (tensor<2x3x9xf32>) -> tensor<3xf32>
+  func.return %0 : tensor<3xf32>
+}
+
+// CHECK-LABEL: func.func @sum_columns
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<2x3x9xf32>)
+// CHECK:         %[[P0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<3x9xf32>) -> tensor<3x9xf32>
+// CHECK-NEXT:    %[[P:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]
+// CHECK-SAME:      ins(%[[X]] : tensor<2x3x9xf32>) outs(%[[P0]] : tensor<3x9xf32>)
+// CHECK:           arith.addf
+// CHECK:         %[[I:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<3xf32>) -> tensor<3xf32>
+// CHECK-NEXT:    %[[S:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]
+// CHECK-SAME:      ins(%[[P]] : tensor<3x9xf32>) outs(%[[I]] : tensor<3xf32>)
+// CHECK:         func.return %[[S]] : tensor<3xf32>
+
+// -----
+
 // broadcast along axes 0 and 2: all-parallel, the operand is read through the
 // map of the kept dim d1.
 func.func @broadcast_axes(%x: tensor<3xf32>) -> tensor<2x3x4xf32> {
