@@ -200,7 +200,9 @@ func.func @conv1d(%x: tensor<1x4x5xf32>, %w: tensor<4x2x3xf32>) -> tensor<1x4x3x
 // -----
 
 // max_pool: PyTorch's scan. A cell replaces the running max when it is greater or
-// NaN, so NaN wins and the first of tied maxima (-0.0 before +0.0) stays.
+// NaN, so NaN wins and the first of tied maxima (-0.0 before +0.0) stays. Loops
+// (n, c, oh, kh, kw, ow): each window is still scanned row-major, and the innermost
+// loop walks a row of outputs (parallel: it vectorizes).
 func.func @max_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
   %0 = frame.max_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
   func.return %0 : tensor<1x1x2x2xf32>
@@ -209,8 +211,8 @@ func.func @max_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
 // CHECK-LABEL: func.func @max_pool
 // CHECK:         %[[NEG:.*]] = arith.constant 0xff800000 : f32
 // CHECK:         %[[INIT:.*]] = linalg.fill ins(%[[NEG]] : f32)
-// CHECK:         linalg.generic
-// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"], doc = "frame.max_pool"}
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 * 2) + d3), ((d5 * 2) + d4))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>]
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"], doc = "frame.max_pool"}
 // CHECK-SAME:      outs(%[[INIT]] : tensor<1x1x2x2xf32>)
 // CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %{{.*}}: f32, %[[RMAX:.*]]: f32):
 // CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[X]], %[[RMAX]] : f32
@@ -224,7 +226,10 @@ func.func @max_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
 // max_pool_grad with padding: the input padded with -inf and a 0/1 mask of the
 // cells inside it; a scan records per window the row-major position of the argmax
 // as PyTorch does (initially -1; the first inside cell if nothing beats -inf); a
-// second generic adds dy at that position; the padding is cropped off.
+// second generic adds dy at that position; the padding is cropped off. Both loop
+// over (n, c, oh, kh, kw, ow) (so the window position reads linalg.index 3 and 4);
+// the windows do not overlap, so the second writes each cell once: all its loops
+// are parallel.
 func.func @max_pool_grad(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x3x3xf32>, %dy: tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32> {
   %0 = frame.max_pool_grad %x, %y, %dy {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32>
   func.return %0 : tensor<1x1x4x4xf32>
@@ -241,8 +246,8 @@ func.func @max_pool_grad(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x3x3xf32>, %dy: 
 // CHECK-SAME:      ins(%[[XP]], %{{.*}}, %[[MASK]] : tensor<1x1x6x6xf32>, tensor<2x2xf32>, tensor<1x1x6x6xf32>)
 // CHECK-SAME:      outs(%{{.*}}, %{{.*}} : tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>)
 // CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %{{.*}}: f32, %[[IN:.*]]: f32, %[[RMAX:.*]]: f32, %[[A:.*]]: f32):
-// CHECK-NEXT:      %[[KH:.*]] = linalg.index 4 : index
-// CHECK-NEXT:      %[[KW:.*]] = linalg.index 5 : index
+// CHECK-NEXT:      %[[KH:.*]] = linalg.index 3 : index
+// CHECK-NEXT:      %[[KW:.*]] = linalg.index 4 : index
 // CHECK-NEXT:      %[[TWO:.*]] = arith.constant 2 : index
 // CHECK-NEXT:      %[[ROW:.*]] = arith.muli %[[KH]], %[[TWO]] : index
 // CHECK-NEXT:      %[[LIN:.*]] = arith.addi %[[ROW]], %[[KW]] : index
@@ -261,6 +266,7 @@ func.func @max_pool_grad(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x3x3xf32>, %dy: 
 // CHECK-NEXT:      %[[NEWARG:.*]] = arith.select %[[TAKE]], %[[POS]], %[[A]] : f32
 // CHECK-NEXT:      linalg.yield %[[NEWMAX]], %[[NEWARG]] : f32, f32
 // CHECK:         %[[DXP:.*]] = linalg.generic
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]
 // CHECK-SAME:      ins(%[[DY:.*]], %[[ARG]], %{{.*}} : tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>, tensor<2x2xf32>) outs(%{{.*}} : tensor<1x1x6x6xf32>)
 // CHECK-NEXT:    ^{{.*}}(%[[G:.*]]: f32, %[[AA:.*]]: f32, %{{.*}}: f32, %[[ACC:.*]]: f32):
 // CHECK:           %[[P:.*]] = arith.sitofp %{{.*}} : i64 to f32
@@ -379,7 +385,7 @@ func.func @transpose(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
 // -----
 
 // avg_pool with padding: a zero-padded copy, a window sum over
-// (n, c, oh, ow, kh, kw) reading the input at o * stride + k (the empty 2x2
+// (n, c, oh, kh, kw, ow) reading the input at o * stride + k (the empty 2x2
 // window only bounds the k loops), then a division by the full kernel size
 // KH * KW = 4: padding cells count, as in PyTorch's count_include_pad.
 func.func @avg_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32> {
@@ -396,7 +402,7 @@ func.func @avg_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32> {
 // CHECK-SAME:      ins(%[[X]] : tensor<1x1x4x4xf32>) outs(%[[PADINIT]] : tensor<1x1x6x6xf32>)
 // CHECK:         %[[ACCINIT:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x1x3x3xf32>) -> tensor<1x1x3x3xf32>
 // CHECK-NEXT:    %[[WIN:.*]] = tensor.empty() : tensor<2x2xf32>
-// CHECK-NEXT:    %[[TOTAL:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 * 2) + d4), ((d3 * 2) + d5))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]
+// CHECK-NEXT:    %[[TOTAL:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 * 2) + d3), ((d5 * 2) + d4))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]
 // CHECK-SAME:      doc = "frame.avg_pool"}
 // CHECK-SAME:      ins(%[[XP]], %[[WIN]] : tensor<1x1x6x6xf32>, tensor<2x2xf32>) outs(%[[ACCINIT]] : tensor<1x1x3x3xf32>) {
 // CHECK-NEXT:    ^{{.*}}(%[[V:.*]]: f32, %{{.*}}: f32, %[[ACC:.*]]: f32):
@@ -417,23 +423,24 @@ func.func @avg_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32> {
 
 // avg_pool_grad: each dy / (KH * KW) is added at every cell of its window of the
 // zero-filled padded gradient (the pool's input map is now the output map), and
-// the padding is cropped off.
-func.func @avg_pool_grad(%dy: tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32> {
-  %0 = frame.avg_pool_grad %dy {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32>
+// the padding is cropped off. Stride 1: the windows overlap, so the loops stay
+// (n, c, oh, ow, kh, kw) and each cell's contributions add up in that order.
+func.func @avg_pool_grad(%dy: tensor<1x1x5x5xf32>) -> tensor<1x1x4x4xf32> {
+  %0 = frame.avg_pool_grad %dy {kernel = array<i64: 2, 2>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1>} : (tensor<1x1x5x5xf32>) -> tensor<1x1x4x4xf32>
   func.return %0 : tensor<1x1x4x4xf32>
 }
 
 // CHECK-LABEL: func.func @avg_pool_grad
-// CHECK-SAME:    (%[[DY:[a-z0-9_]+]]: tensor<1x1x3x3xf32>)
+// CHECK-SAME:    (%[[DY:[a-z0-9_]+]]: tensor<1x1x5x5xf32>)
 // CHECK-NEXT:    %[[WIN:.*]] = tensor.empty() : tensor<2x2xf32>
 // CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<1x1x6x6xf32>
 // CHECK-NEXT:    %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E0]] : tensor<1x1x6x6xf32>) -> tensor<1x1x6x6xf32>
-// CHECK-NEXT:    %[[DXP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 * 2) + d4), ((d3 * 2) + d5))>]
+// CHECK-NEXT:    %[[DXP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, (d2 + d4), (d3 + d5))>]
 // Windows may overlap: only n and c are parallel, the scatter dims are reductions.
 // CHECK-SAME:      iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "reduction"]
 // CHECK-SAME:      doc = "frame.avg_pool_grad"}
-// CHECK-SAME:      ins(%[[DY]], %[[WIN]] : tensor<1x1x3x3xf32>, tensor<2x2xf32>) outs(%[[INIT]] : tensor<1x1x6x6xf32>) {
+// CHECK-SAME:      ins(%[[DY]], %[[WIN]] : tensor<1x1x5x5xf32>, tensor<2x2xf32>) outs(%[[INIT]] : tensor<1x1x6x6xf32>) {
 // CHECK-NEXT:    ^{{.*}}(%[[G:.*]]: f32, %{{.*}}: f32, %[[ACC:.*]]: f32):
 // CHECK-NEXT:      %[[K:.*]] = arith.constant 4.000000e+00 : f32
 // CHECK-NEXT:      %[[SHARE:.*]] = arith.divf %[[G]], %[[K]] : f32
