@@ -1,0 +1,5 @@
+"""The project's dialects: `frame` (tensor ops with value semantics) and `frame_rt`."""
+
+# `frame` first: it imports its op families (`frame_math`), which build on its base
+# classes, so a family module imported on its own still finds them complete.
+from frame_mlir.dialects import frame  # noqa: F401

@@ -1089,9 +1089,32 @@ class SgdUpdateOp(BinaryOp):
         return p
 
 
+# The elementwise math family lives in its own file, with its VJP rules and lowerings
+# (imported here, once this module's base classes exist; `frame_mlir.dialects`
+# imports this module first, so the family is never imported on its own).
+from frame_mlir.dialects.frame_math import (  # noqa: E402
+    OPS as _MATH_OPS,
+)
+from frame_mlir.dialects.frame_math import (  # noqa: E402, F401
+    AbsGradOp,
+    AbsOp,
+    DivOp,
+    ExpOp,
+    GeluGradOp,
+    GeluOp,
+    HardtanhGradOp,
+    HardtanhOp,
+    LogOp,
+    ShiftOp,
+    TanhOp,
+    ThresholdGradOp,
+    ThresholdOp,
+)
+
 Frame = Dialect(
     "frame",
     [
+        *_MATH_OPS,
         AddOp,
         SubOp,
         MulOp,

@@ -35,7 +35,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from frame_mlir.dialects import frame
+from frame_mlir.dialects import frame, frame_math
 from frame_mlir.passes.common import fail, provenance
 from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map
 
@@ -916,6 +916,7 @@ LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
     frame.ConstantOp: _constant,
     frame.SgdUpdateOp: _sgd_update,
 }
+LOWERINGS.update(frame_math.LOWERINGS)
 
 
 class _LowerFrameOp(RewritePattern):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.ir import Operation, SSAValue
 
-from frame_mlir.dialects import frame
+from frame_mlir.dialects import frame, frame_math
 
 Emitter = Callable[[Operation], SSAValue]
 Adjoints = list[SSAValue | None]
@@ -176,3 +176,4 @@ VJP_RULES: dict[type[Operation], VjpRule] = {
     frame.BroadcastOp: _broadcast,
     frame.MseLossOp: _mse_loss,
 }
+VJP_RULES.update(frame_math.VJP_RULES)

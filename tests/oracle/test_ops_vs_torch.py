@@ -400,8 +400,78 @@ def _conv_cases() -> list[OpCase]:
                    (True, True)) for xs, ws, st, pad, groups in CONV_CASES]
 
 
+def _positive(g: Graph, v: SSAValue) -> SSAValue:
+    """|v| + 0.5: a log's or a divisor's operand away from 0 (and abs and shift tested
+    on the way)."""
+    return g.emit(frame.ShiftOp(g.emit(frame.AbsOp(v)), 0.5))
+
+
+def _math_cases() -> list[OpCase]:
+    """The elementwise math family (`frame_math`): forward and VJP against torch; the
+    inputs stay away from 0, where abs and the clamps have kinks."""
+    unary: list[tuple[str, Builder, TorchRef]] = [
+        ("exp", lambda g, v: g.emit(frame.ExpOp(v[0])), lambda t, a: t.exp(a)),
+        ("tanh", lambda g, v: g.emit(frame.TanhOp(v[0])), lambda t, a: t.tanh(a)),
+        ("abs", lambda g, v: g.emit(frame.AbsOp(v[0])), lambda t, a: t.abs(a)),
+        ("log", lambda g, v: g.emit(frame.LogOp(_positive(g, v[0]))),
+         lambda t, a: t.log(t.abs(a) + 0.5)),
+        ("shift", lambda g, v: g.emit(frame.ShiftOp(v[0], -0.75)), lambda t, a: a - 0.75),
+        ("gelu", lambda g, v: g.emit(frame.GeluOp(g.emit(frame.ScaleOp(v[0], 4.0)))),
+         lambda t, a: t.nn.functional.gelu(4 * a)),
+        ("gelu_tanh", lambda g, v: g.emit(frame.GeluOp(g.emit(frame.ScaleOp(v[0], 4.0)),
+                                                        "tanh")),
+         lambda t, a: t.nn.functional.gelu(4 * a, approximate="tanh")),
+        ("hardtanh", lambda g, v: g.emit(frame.HardtanhOp(v[0], -0.5, 0.25)),
+         lambda t, a: t.nn.functional.hardtanh(a, -0.5, 0.25)),
+        ("relu6", lambda g, v: g.emit(frame.HardtanhOp(g.emit(frame.ScaleOp(v[0], 8.0)),
+                                                        0.0, 6.0)),
+         lambda t, a: t.nn.functional.relu6(8 * a)),
+        ("threshold", lambda g, v: g.emit(frame.ThresholdOp(v[0], 0.1, -2.0)),
+         lambda t, a: t.nn.functional.threshold(a, 0.1, -2.0)),
+    ]
+    cases = []
+    for name, build, ref in unary:
+        for shape in ((3, 4), (1, 5), (2, 3, 2)):
+            cases.append(OpCase(name, _sym(name, shape), (shape,), build, ref, (True,),
+                                away_from_zero=True))
+    for shape in ((3, 4), (6, 1)):
+        cases.append(OpCase("div", _sym("div", shape), (shape, shape),
+                            lambda g, v: g.emit(frame.DivOp(v[0], _positive(g, v[1]))),
+                            lambda t, a, b: a / (t.abs(b) + 0.5), (True, True),
+                            away_from_zero=True))
+    # The gradient ops autodiff emits, forward only, against torch's autograd.
+    def grad_of(fn: Callable[[Any, Any], Any]) -> TorchRef:
+        def ref(t: Any, x: Any, dy: Any) -> Any:
+            xx = x.detach().requires_grad_()
+            return t.autograd.grad(fn(t, xx), xx, dy)[0]
+        return ref
+    grads: list[tuple[str, Builder, TorchRef]] = [
+        ("abs_grad", lambda g, v: g.emit(frame.AbsGradOp(v[0], v[1])),
+         grad_of(lambda t, x: t.abs(x))),
+        ("gelu_grad", lambda g, v: g.emit(frame.GeluGradOp(g.emit(frame.ScaleOp(v[0], 4.0)),
+                                                           v[1], "none")),
+         lambda t, x, dy: grad_of(lambda t, z: t.nn.functional.gelu(z))(t, 4 * x, dy)),
+        ("gelu_grad", lambda g, v: g.emit(frame.GeluGradOp(g.emit(frame.ScaleOp(v[0], 4.0)),
+                                                           v[1], "tanh")),
+         lambda t, x, dy: grad_of(lambda t, z: t.nn.functional.gelu(z, approximate="tanh"))(
+             t, 4 * x, dy)),
+        ("hardtanh_grad", lambda g, v: g.emit(frame.HardtanhGradOp(v[0], v[1], -0.5, 0.25)),
+         grad_of(lambda t, x: t.nn.functional.hardtanh(x, -0.5, 0.25))),
+        ("threshold_grad", lambda g, v: g.emit(frame.ThresholdGradOp(v[0], v[1], 0.1)),
+         grad_of(lambda t, x: t.nn.functional.threshold(x, 0.1, -2.0))),
+    ]
+    for i, (name, build, ref) in enumerate(grads):
+        for shape in ((3, 4), (1, 5), (6, 1)):
+            cases.append(OpCase(name, _sym(name, i, shape), (shape, shape), build, ref,
+                                (False, False), away_from_zero=True))
+    cases.append(OpCase("div", "div_self_3x2", ((3, 2),),
+                        lambda g, v: g.emit(frame.DivOp(v[0], _positive(g, v[0]))),
+                        lambda t, a: a / (t.abs(a) + 0.5), (True,), away_from_zero=True))
+    return cases
+
+
 CASES: list[OpCase] = [*_conv_cases(), *_pool_cases(), *_scan_cases(), *_binary_cases(), *_unary_cases(), *_matmul_cases(), *_mse_cases(),
-                       *_forward_only_cases()]
+                       *_forward_only_cases(), *_math_cases()]
 VJP_CASES = [c for c in CASES if c.has_vjp]
 CASES_BY_GROUP: dict[str, list[OpCase]] = {}
 for _c in CASES:
@@ -700,10 +770,13 @@ def test_mlp_gradient_vs_finite_differences(oracle: Any) -> None:
                             what=f"gradient of parameter #{k} vs central differences")
 
 
-#: Ops whose VJPs are checked against central differences too (smooth ones: relu and
-#: max-pool have kinks, heaviside_surrogate's gradient is by design not its derivative).
+#: Ops whose VJPs are checked against central differences too (smooth ones: relu,
+#: max-pool, hardtanh and threshold have kinks inside the inputs' range (abs only at 0,
+#: which its inputs stay 0.1 away from), heaviside_surrogate's gradient is by design
+#: not its derivative).
 FD_GROUPS = ("conv", "avg_pool", "sigmoid", "selective_scan", "matmul", "mse_loss", "sum",
-             "broadcast", "reshape", "transpose", "mul", "sub", "scale", "neg")
+             "broadcast", "reshape", "transpose", "mul", "sub", "scale", "neg",
+             "exp", "tanh", "abs", "log", "shift", "gelu", "gelu_tanh", "div")
 
 
 @pytest.mark.parametrize("case", [c for c in VJP_CASES if c.group in FD_GROUPS],
