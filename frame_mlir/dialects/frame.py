@@ -484,10 +484,13 @@ class BroadcastOp(UnaryOp):
 
 @irdl_op_definition
 class MatmulOp(BinaryOp):
-    """Matrix product op(A) @ op(B), where op transposes when the flag is set.
+    """Matrix product op(A) @ op(B), where op transposes (the last two dims) when the
+    flag is set. Operands of rank > 2 are batches of matrices with equal leading dims:
+    `[..., m, k] @ [..., k, n] -> [..., m, n]` (no broadcasting of the batch dims).
 
     Autodiff emits the transposed forms directly so no transpose is materialised.
     ``%c = frame.matmul %a, %b {transpose_lhs} : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<8x1xf32>``
+    ``%c = frame.matmul %q, %k {transpose_rhs} : (tensor<2x4x5x8xf32>, tensor<2x4x6x8xf32>) -> tensor<2x4x5x6xf32>``
     """
 
     name = "frame.matmul"
@@ -512,18 +515,24 @@ class MatmulOp(BinaryOp):
     @staticmethod
     def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
         a, b = shapes
-        if len(a) != 2 or len(b) != 2:
+        if len(a) < 2 or len(b) < 2 or len(a) != len(b):
             raise ShapeError(
-                f"frame.matmul: expected rank-2 operands, found {_fmt(a)} and {_fmt(b)}"
+                f"frame.matmul: expected operands of one rank >= 2 (matrices, or batches "
+                f"of them), found {_fmt(a)} and {_fmt(b)}"
             )
-        m, ka = (a[1], a[0]) if attrs.get("transpose_lhs") else a
-        kb, n = (b[1], b[0]) if attrs.get("transpose_rhs") else b
+        if a[:-2] != b[:-2]:
+            raise ShapeError(
+                f"frame.matmul: batch dims must match (no broadcasting): expected "
+                f"{_fmt(a[:-2])} (the lhs's), found {_fmt(b[:-2])}"
+            )
+        m, ka = (a[-1], a[-2]) if attrs.get("transpose_lhs") else a[-2:]
+        kb, n = (b[-1], b[-2]) if attrs.get("transpose_rhs") else b[-2:]
         if ka != kb:
             raise ShapeError(
                 f"frame.matmul: contraction dims must match: expected rhs dim {ka} "
                 f"(the lhs's), found {kb}"
             )
-        return (m, n)
+        return (*a[:-2], m, n)
 
 
 @irdl_op_definition

@@ -170,18 +170,25 @@ def _mac(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
 
 
 def _matmul(lw: Lowerer, op: Operation) -> SSAValue:
+    """Three loops per product, after one parallel loop per batch dim (a batched
+    matmul is a contraction with outer dims: frame-gemm runs it as one GEMM per batch
+    index, its tasks splitting the first batch dim)."""
     assert isinstance(op, frame.MatmulOp)
     ta, tb = op.transpose_lhs is not None, op.transpose_rhs is not None
     init = lw.filled(_accumulator_type(_result_type(op)), 0.0)
     if not ta and not tb:  # (i, k, j): C[i,j] += A[i,k] * B[k,j]
-        maps, its = [dims_map(3, [0, 1]), dims_map(3, [1, 2]), dims_map(3, [0, 2])], [PAR, RED, PAR]
+        dims, its = [[0, 1], [1, 2], [0, 2]], [PAR, RED, PAR]
     elif ta and not tb:  # (i, k, j): C[i,j] += A[k,i] * B[k,j]; row i of C stays hot
-        maps, its = [dims_map(3, [1, 0]), dims_map(3, [1, 2]), dims_map(3, [0, 2])], [PAR, RED, PAR]
+        dims, its = [[1, 0], [1, 2], [0, 2]], [PAR, RED, PAR]
     elif not ta and tb:  # (i, j, k): C[i,j] += A[i,k] * B[j,k]
-        maps, its = [dims_map(3, [0, 2]), dims_map(3, [1, 2]), dims_map(3, [0, 1])], [PAR, PAR, RED]
+        dims, its = [[0, 2], [1, 2], [0, 1]], [PAR, PAR, RED]
     else:  # (i, j, k): C[i,j] += A[k,i] * B[j,k]
-        maps, its = [dims_map(3, [2, 0]), dims_map(3, [1, 2]), dims_map(3, [0, 1])], [PAR, PAR, RED]
-    return _round_to(lw, lw.generic([op.lhs, op.rhs], init, maps, its, _mac), _result_type(op))
+        dims, its = [[2, 0], [1, 2], [0, 1]], [PAR, PAR, RED]
+    nb = len(frame.static_shape(op.lhs) or ()) - 2
+    batch = list(range(nb))
+    maps = [dims_map(nb + 3, batch + [d + nb for d in ds]) for ds in dims]
+    return _round_to(lw, lw.generic([op.lhs, op.rhs], init, maps, [PAR] * nb + its, _mac),
+                     _result_type(op))
 
 
 def _accumulator_type(typ: TensorType) -> TensorType:

@@ -59,9 +59,19 @@ func.func @matmul_rank(%a: tensor<4xf32>, %b: tensor<4x8xf32>) {
   %0 = frame.matmul %a, %b : (tensor<4xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   func.return
 }
-// CHECK:      frame.matmul: expected rank-2 operands, found [4] and [4, 8]
+// CHECK:      frame.matmul: expected operands of one rank >= 2 (matrices, or batches of them), found [4] and [4, 8]
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "matmul_rank"
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x3x4xf32>, %b: tensor<3x4x5xf32>) {
+  %0 = frame.matmul %a, %b : (tensor<2x3x4xf32>, tensor<3x4x5xf32>) -> tensor<2x3x5xf32>
+  func.return
+}
+// CHECK:      frame.matmul: batch dims must match (no broadcasting): expected [2] (the lhs's), found [3]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "matmul_batch"
 
 // -----
 

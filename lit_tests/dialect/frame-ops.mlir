@@ -150,3 +150,12 @@ func.func @indexed_ops(%u: tensor<3x2xf32>, %i: tensor<3xi64>) -> tensor<3x2xf32
 // CHECK-LABEL: func.func @indexed_ops(
 // CHECK:         frame.scatter_add %{{.*}}, %{{.*}} : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<4x2xf32>
 // CHECK-NEXT:    frame.gather_rows %{{.*}}, %{{.*}} : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>
+
+// A batched matmul: equal leading dims, the flags transpose the last two.
+func.func @batched_matmul(%q: tensor<2x3x5x8xf32>, %k: tensor<2x3x6x8xf32>) -> tensor<2x3x5x6xf32> {
+  %0 = frame.matmul %q, %k {transpose_rhs} : (tensor<2x3x5x8xf32>, tensor<2x3x6x8xf32>) -> tensor<2x3x5x6xf32>
+  func.return %0 : tensor<2x3x5x6xf32>
+}
+
+// CHECK-LABEL: func.func @batched_matmul(
+// CHECK:         frame.matmul %{{.*}}, %{{.*}} {transpose_rhs} : (tensor<2x3x5x8xf32>, tensor<2x3x6x8xf32>) -> tensor<2x3x5x6xf32>

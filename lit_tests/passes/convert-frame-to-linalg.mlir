@@ -56,6 +56,18 @@ func.func @matmul_transpose_rhs(%a: tensor<8x4xf32>, %b: tensor<16x4xf32>) -> te
 
 // -----
 
+// A batched matmul: one parallel loop per batch dim, then the product's own loops.
+func.func @bmm(%q: tensor<2x3x5x8xf32>, %k: tensor<2x3x6x8xf32>) -> tensor<2x3x5x6xf32> {
+  %0 = frame.matmul %q, %k {transpose_rhs} : (tensor<2x3x5x8xf32>, tensor<2x3x6x8xf32>) -> tensor<2x3x5x6xf32>
+  func.return %0 : tensor<2x3x5x6xf32>
+}
+
+// CHECK-LABEL: func.func @bmm
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"], doc = "frame.matmul"}
+// CHECK:           math.fma
+
+// -----
+
 // Elementwise ops: identity maps, all-parallel, destination is a fresh tensor.empty.
 func.func @add_relu(%a: tensor<8x4xf32>, %b: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %0 = frame.add %a, %b : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>

@@ -211,6 +211,23 @@ def _matmul_cases() -> list[OpCase]:
 
                 cases.append(OpCase("matmul", _sym("matmul", flags, (m, k, n)),
                                     (a_shape, b_shape), build, ref, (True, True)))
+    # Batched: equal leading dims, the flags transpose the last two.
+    for batch in ((2,), (2, 3)):
+        for tl, tr in ((False, False), (True, False), (False, True), (True, True)):
+            m, k, n = 3, 4, 5
+            a_shape = (*batch, k, m) if tl else (*batch, m, k)
+            b_shape = (*batch, n, k) if tr else (*batch, k, n)
+
+            def bbuild(g: Graph, v: Sequence[SSAValue], tl: bool = tl,
+                       tr: bool = tr) -> SSAValue:
+                return g.emit(frame.MatmulOp(v[0], v[1], transpose_lhs=tl, transpose_rhs=tr))
+
+            def bref(t: Any, a: Any, b: Any, tl: bool = tl, tr: bool = tr) -> Any:
+                return (a.transpose(-1, -2) if tl else a) @ (b.transpose(-1, -2) if tr else b)
+
+            flags = ("tl" if tl else "nl") + ("tr" if tr else "nr")
+            cases.append(OpCase("matmul", _sym("bmm", flags, batch), (a_shape, b_shape),
+                                bbuild, bref, (True, True)))
     # A^T A with one operand: both adjoint contributions land on the same value.
     cases.append(OpCase("matmul", "matmul_gram_4x3", ((4, 3),),
                         lambda g, v: g.emit(frame.MatmulOp(v[0], v[0], transpose_lhs=True)),
