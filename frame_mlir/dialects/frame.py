@@ -1119,11 +1119,21 @@ from frame_mlir.dialects.frame_math import (  # noqa: E402, F401
     ThresholdGradOp,
     ThresholdOp,
 )
+from frame_mlir.dialects.frame_softmax import (  # noqa: E402
+    OPS as _SOFTMAX_OPS,
+)
+from frame_mlir.dialects.frame_softmax import (  # noqa: E402, F401
+    LogSoftmaxGradOp,
+    LogSoftmaxOp,
+    SoftmaxGradOp,
+    SoftmaxOp,
+)
 
 Frame = Dialect(
     "frame",
     [
         *_MATH_OPS,
+        *_SOFTMAX_OPS,
         AddOp,
         SubOp,
         MulOp,

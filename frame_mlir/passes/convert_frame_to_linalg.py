@@ -35,7 +35,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from frame_mlir.dialects import frame, frame_math
+from frame_mlir.dialects import frame, frame_math, frame_softmax
 from frame_mlir.passes.common import fail, provenance
 from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map
 
@@ -924,6 +924,7 @@ LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
     frame.SgdUpdateOp: _sgd_update,
 }
 LOWERINGS.update(frame_math.LOWERINGS)
+LOWERINGS.update(frame_softmax.LOWERINGS)
 
 
 class _LowerFrameOp(RewritePattern):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.ir import Operation, SSAValue
 
-from frame_mlir.dialects import frame, frame_math
+from frame_mlir.dialects import frame, frame_math, frame_softmax
 
 Emitter = Callable[[Operation], SSAValue]
 Adjoints = list[SSAValue | None]
@@ -177,3 +177,4 @@ VJP_RULES: dict[type[Operation], VjpRule] = {
     frame.MseLossOp: _mse_loss,
 }
 VJP_RULES.update(frame_math.VJP_RULES)
+VJP_RULES.update(frame_softmax.VJP_RULES)

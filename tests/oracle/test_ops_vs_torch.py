@@ -487,8 +487,32 @@ def _math_cases() -> list[OpCase]:
     return cases
 
 
+def _softmax_cases() -> list[OpCase]:
+    """softmax and log_softmax along every axis (inputs scaled by 4 so that rows are far
+    from uniform), and their gradient ops forward-only against torch's autograd."""
+    cases = []
+    for shape, axis in (((3, 5), 1), ((3, 5), 0), ((2, 3, 4), 1), ((4, 1), 0), ((1, 6), 1)):
+        for name, cls, fn in (("softmax", frame.SoftmaxOp, "softmax"),
+                              ("log_softmax", frame.LogSoftmaxOp, "log_softmax")):
+            cases.append(OpCase(
+                name, _sym(name, axis, shape), (shape,),
+                lambda g, v, c=cls, ax=axis: g.emit(c(g.emit(frame.ScaleOp(v[0], 4.0)), ax)),
+                lambda t, a, f=fn, ax=axis: getattr(t, f)(4 * a, dim=ax), (True,)))
+            grad_cls = frame.SoftmaxGradOp if name == "softmax" else frame.LogSoftmaxGradOp
+
+            def ref(t: Any, x: Any, dy: Any, f: str = fn, ax: int = axis) -> Any:
+                xx = (4 * x).detach().requires_grad_()
+                return t.autograd.grad(getattr(t, f)(xx, dim=ax), xx, dy)[0]
+            cases.append(OpCase(
+                f"{name}_grad", _sym(f"{name}_grad", axis, shape), (shape, shape),
+                lambda g, v, c=cls, gc=grad_cls, ax=axis: g.emit(gc(
+                    g.emit(c(g.emit(frame.ScaleOp(v[0], 4.0)), ax)), v[1], ax)),
+                ref, (False, False)))
+    return cases
+
+
 CASES: list[OpCase] = [*_conv_cases(), *_pool_cases(), *_scan_cases(), *_binary_cases(), *_unary_cases(), *_matmul_cases(), *_mse_cases(),
-                       *_forward_only_cases(), *_math_cases()]
+                       *_forward_only_cases(), *_math_cases(), *_softmax_cases()]
 VJP_CASES = [c for c in CASES if c.has_vjp]
 CASES_BY_GROUP: dict[str, list[OpCase]] = {}
 for _c in CASES:
@@ -793,7 +817,8 @@ def test_mlp_gradient_vs_finite_differences(oracle: Any) -> None:
 #: not its derivative).
 FD_GROUPS = ("conv", "avg_pool", "sigmoid", "selective_scan", "matmul", "mse_loss", "sum",
              "broadcast", "reshape", "transpose", "mul", "sub", "scale", "neg",
-             "exp", "tanh", "abs", "log", "shift", "gelu", "gelu_tanh", "div")
+             "exp", "tanh", "abs", "log", "shift", "gelu", "gelu_tanh", "div", "softmax",
+             "log_softmax")
 
 
 @pytest.mark.parametrize("case", [c for c in VJP_CASES if c.group in FD_GROUPS],

@@ -1,7 +1,8 @@
 """The elementwise math family (`frame_mlir/dialects/frame_math.py`) beyond the torch
 oracle cases of tests/oracle/test_ops_vs_torch.py: edge values against torch bit for
 bit where torch's result is a selection (clamps, thresholds, abs), and the emitted C++
-against the JIT, bit for bit, on every op of the family and its gradient."""
+against the JIT, bit for bit, on every op of the family and its gradient (and of the
+softmax family)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,10 @@ def _ops(g: Graph, x: Any, dy: Any) -> list[Any]:
         frame.GeluGradOp(x, dy), frame.GeluGradOp(x, dy, "tanh"),
         frame.HardtanhOp(x, -0.5, 0.25), frame.HardtanhGradOp(x, dy, 0.0, 6.0),
         frame.ThresholdOp(x, 0.1, -2.0), frame.ThresholdGradOp(x, dy, 0.1),
-        frame.ShiftOp(x, -0.75), frame.DivOp(dy, x))]
+        frame.ShiftOp(x, -0.75), frame.DivOp(dy, x),
+        # and the softmax family (frame_softmax.py), whose kernels reduce along an axis
+        frame.SoftmaxOp(x, 1), frame.LogSoftmaxOp(x, 0), frame.SoftmaxGradOp(dy, x, 0),
+        frame.LogSoftmaxGradOp(dy, x, 1))]
 
 
 def _module() -> builtin.ModuleOp:

@@ -1,0 +1,73 @@
+// convert-frame-to-linalg on the softmax family (frame_softmax.py): a running max
+// along the axis (greater or NaN wins), a sum of exp(x - max), then the elementwise
+// result reading both per row.
+// RUN: frame-opt %s --split-input-file -p convert-frame-to-linalg | filecheck %s
+
+func.func @softmax(%x: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %y = frame.softmax %x {axis = 1 : i64} : (tensor<2x5xf32>) -> tensor<2x5xf32>
+  func.return %y : tensor<2x5xf32>
+}
+
+// CHECK-LABEL: func.func @softmax
+// CHECK:         %[[M:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]
+// CHECK:           arith.cmpf ogt
+// CHECK:           arith.cmpf uno
+// CHECK:           arith.select
+// CHECK:         %[[S:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK-SAME:      ins(%{{.*}}, %[[M]] : tensor<2x5xf32>, tensor<2xf32>)
+// CHECK:           arith.subf
+// CHECK:           math.exp
+// CHECK:           arith.addf
+// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK-SAME:      ins(%{{.*}}, %[[M]], %[[S]] : tensor<2x5xf32>, tensor<2xf32>, tensor<2xf32>)
+// CHECK:           math.exp
+// CHECK:           arith.divf
+
+// -----
+
+// log_softmax along axis 0: (x - max) - log(sum).
+func.func @log_softmax(%x: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %y = frame.log_softmax %x {axis = 0 : i64} : (tensor<2x5xf32>) -> tensor<2x5xf32>
+  func.return %y : tensor<2x5xf32>
+}
+
+// CHECK-LABEL: func.func @log_softmax
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]
+// CHECK:         linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
+// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK:           arith.subf
+// CHECK:           math.log
+// CHECK:           arith.subf
+
+// -----
+
+// softmax_grad: y * (dy - sum(dy * y)).
+func.func @softmax_grad(%y: tensor<2x5xf32>, %dy: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %g = frame.softmax_grad %y, %dy {axis = 1 : i64} : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  func.return %g : tensor<2x5xf32>
+}
+
+// CHECK-LABEL: func.func @softmax_grad
+// CHECK:         %[[T:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK:           arith.mulf
+// CHECK:           arith.addf
+// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}}, %[[T]] : tensor<2x5xf32>, tensor<2x5xf32>, tensor<2xf32>)
+// CHECK:           arith.subf
+// CHECK:           arith.mulf
+
+// -----
+
+// log_softmax_grad: dy - exp(y) * sum(dy).
+func.func @log_softmax_grad(%y: tensor<2x5xf32>, %dy: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %g = frame.log_softmax_grad %y, %dy {axis = 1 : i64} : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  func.return %g : tensor<2x5xf32>
+}
+
+// CHECK-LABEL: func.func @log_softmax_grad
+// CHECK:         %[[T:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK:           arith.addf
+// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK:           math.exp
+// CHECK:           arith.mulf
+// CHECK:           arith.subf
