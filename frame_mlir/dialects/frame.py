@@ -1119,6 +1119,8 @@ from frame_mlir.dialects.frame_math import (  # noqa: E402, F401
     ThresholdGradOp,
     ThresholdOp,
 )
+from frame_mlir.dialects.frame_norm import OPS as _NORM_OPS  # noqa: E402
+from frame_mlir.dialects.frame_norm import LayerNormGradOp, LayerNormOp  # noqa: E402, F401
 from frame_mlir.dialects.frame_softmax import (  # noqa: E402
     OPS as _SOFTMAX_OPS,
 )
@@ -1134,6 +1136,7 @@ Frame = Dialect(
     [
         *_MATH_OPS,
         *_SOFTMAX_OPS,
+        *_NORM_OPS,
         AddOp,
         SubOp,
         MulOp,

@@ -35,7 +35,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from frame_mlir.dialects import frame, frame_math, frame_softmax
+from frame_mlir.dialects import frame, frame_math, frame_norm, frame_softmax
 from frame_mlir.passes.common import fail, provenance
 from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map
 
@@ -925,6 +925,7 @@ LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
 }
 LOWERINGS.update(frame_math.LOWERINGS)
 LOWERINGS.update(frame_softmax.LOWERINGS)
+LOWERINGS.update(frame_norm.LOWERINGS)
 
 
 class _LowerFrameOp(RewritePattern):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.ir import Operation, SSAValue
 
-from frame_mlir.dialects import frame, frame_math, frame_softmax
+from frame_mlir.dialects import frame, frame_math, frame_norm, frame_softmax
 
 Emitter = Callable[[Operation], SSAValue]
 Adjoints = list[SSAValue | None]
@@ -178,3 +178,4 @@ VJP_RULES: dict[type[Operation], VjpRule] = {
 }
 VJP_RULES.update(frame_math.VJP_RULES)
 VJP_RULES.update(frame_softmax.VJP_RULES)
+VJP_RULES.update(frame_norm.VJP_RULES)

@@ -511,8 +511,32 @@ def _softmax_cases() -> list[OpCase]:
     return cases
 
 
+def _layer_norm_cases() -> list[OpCase]:
+    """layer_norm over the last axis (x, gamma and beta all parameters), and its
+    gradient op for x and for gamma, forward-only against torch's autograd."""
+    cases = []
+    for x_shape, eps in (((3, 8), 1e-5), ((2, 3, 5), 1e-3), ((4, 1), 1e-5), ((1, 16), 0.1)):
+        d = (x_shape[-1],)
+        cases.append(OpCase(
+            "layer_norm", _sym("layer_norm", x_shape), (x_shape, d, d),
+            lambda g, v, e=eps: g.emit(frame.LayerNormOp(v[0], v[1], v[2], e)),
+            lambda t, x, w, b, e=eps: t.nn.functional.layer_norm(x, w.shape, w, b, e),
+            (True, True, True)))
+        for wrt in (0, 1):
+            def ref(t: Any, x: Any, w: Any, dy: Any, e: float = eps, k: int = wrt) -> Any:
+                xx, ww = x.detach().requires_grad_(), w.detach().requires_grad_()
+                y = t.nn.functional.layer_norm(xx, ww.shape, ww, t.zeros_like(ww), e)
+                return t.autograd.grad(y, (xx, ww)[k], dy)[0]
+            cases.append(OpCase(
+                "layer_norm_grad", _sym("layer_norm_grad", wrt, x_shape), (x_shape, d, x_shape),
+                lambda g, v, e=eps, k=wrt: g.emit(frame.LayerNormGradOp(v[0], v[1], v[2], e, k)),
+                ref, (False, False, False)))
+    return cases
+
+
 CASES: list[OpCase] = [*_conv_cases(), *_pool_cases(), *_scan_cases(), *_binary_cases(), *_unary_cases(), *_matmul_cases(), *_mse_cases(),
-                       *_forward_only_cases(), *_math_cases(), *_softmax_cases()]
+                       *_forward_only_cases(), *_math_cases(), *_softmax_cases(),
+                       *_layer_norm_cases()]
 VJP_CASES = [c for c in CASES if c.has_vjp]
 CASES_BY_GROUP: dict[str, list[OpCase]] = {}
 for _c in CASES:
@@ -818,7 +842,7 @@ def test_mlp_gradient_vs_finite_differences(oracle: Any) -> None:
 FD_GROUPS = ("conv", "avg_pool", "sigmoid", "selective_scan", "matmul", "mse_loss", "sum",
              "broadcast", "reshape", "transpose", "mul", "sub", "scale", "neg",
              "exp", "tanh", "abs", "log", "shift", "gelu", "gelu_tanh", "div", "softmax",
-             "log_softmax")
+             "log_softmax", "layer_norm")
 
 
 @pytest.mark.parametrize("case", [c for c in VJP_CASES if c.group in FD_GROUPS],

@@ -2,7 +2,7 @@
 oracle cases of tests/oracle/test_ops_vs_torch.py: edge values against torch bit for
 bit where torch's result is a selection (clamps, thresholds, abs), and the emitted C++
 against the JIT, bit for bit, on every op of the family and its gradient (and of the
-softmax family)."""
+softmax and normalization families)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ DY = np.linspace(-1.5, 1.5, EDGE.size, dtype=np.float32).reshape(SHAPE)
 
 def _ops(g: Graph, x: Any, dy: Any) -> list[Any]:
     """Every op of the family on (x, dy), in a fixed order."""
+    gamma = g.emit(frame.SumOp(dy, [0]))  # a [6] operand for layer_norm
     return [g.emit(op) for op in (
         frame.ExpOp(x), frame.LogOp(x), frame.TanhOp(x), frame.AbsOp(x),
         frame.AbsGradOp(x, dy), frame.GeluOp(x), frame.GeluOp(x, "tanh"),
@@ -44,7 +45,11 @@ def _ops(g: Graph, x: Any, dy: Any) -> list[Any]:
         frame.ShiftOp(x, -0.75), frame.DivOp(dy, x),
         # and the softmax family (frame_softmax.py), whose kernels reduce along an axis
         frame.SoftmaxOp(x, 1), frame.LogSoftmaxOp(x, 0), frame.SoftmaxGradOp(dy, x, 0),
-        frame.LogSoftmaxGradOp(dy, x, 1))]
+        frame.LogSoftmaxGradOp(dy, x, 1),
+        # and the normalization family (frame_norm.py)
+        frame.LayerNormOp(x, gamma, gamma), frame.LayerNormOp(dy, gamma, gamma, 0.5),
+        frame.LayerNormGradOp(dy, gamma, x, 1e-5, 0),
+        frame.LayerNormGradOp(dy, gamma, x, 1e-5, 1))]
 
 
 def _module() -> builtin.ModuleOp:
@@ -102,11 +107,12 @@ def test_emitted_cpp_computes_the_same_bits_as_the_jit(tmp_path: Path) -> None:
 static float x[{n}] = {{{lit}}};
 static float dy[{n}] = {{{dys}}};
 static float out[{outs}][{n}];
+static const int sizes[{outs}] = {{{", ".join(str(np.asarray(o).size) for o in jit)}}};
 alignas(64) static std::uint8_t arena[1 << 20];
 int main() {{
   fam(x, dy, {", ".join(f"out[{i}]" for i in range(outs))}, arena);
   for (int i = 0; i < {outs}; ++i)
-    for (int j = 0; j < {n}; ++j) std::printf("%a\\n", double(out[i][j]));
+    for (int j = 0; j < sizes[i]; ++j) std::printf("%a\\n", double(out[i][j]));
 }}
 """
     src = tmp_path / "fam.cpp"
@@ -115,7 +121,10 @@ int main() {{
     subprocess.run([CXX, "-std=c++17", "-O2", "-ffp-contract=off", str(src), "-o", str(exe)],
                    check=True, capture_output=True, text=True)
     got = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
-    cpp = np.array([float.fromhex(v) if "nan" not in v else np.nan for v in got],
-                   np.float32).reshape(outs, *SHAPE)
+    flat = np.array([float.fromhex(v) if "nan" not in v else np.nan for v in got], np.float32)
+    at = 0
     for i in range(outs):
-        _same_bits(cpp[i], np.asarray(jit[i]), f"output {i}")
+        want = np.asarray(jit[i]).reshape(-1)
+        _same_bits(flat[at:at + want.size], want, f"output {i}")
+        at += want.size
+    assert at == flat.size
