@@ -23,11 +23,8 @@ from xdsl.irdl import irdl_op_definition, prop_def
 from xdsl.utils.exceptions import VerifyException
 
 from frame_mlir.dialects import frame as _frame
-from frame_mlir.dialects.frame import ElementwiseBinaryOp, UnaryOp
-
-
-def _f32_text(value: float) -> str:
-    return repr(float(value))
+from frame_mlir.dialects.frame import ElementwiseBinaryOp, UnaryOp, _f32_text
+from frame_mlir.passes.linalg_utils import f32_const as _c
 
 
 def _finite(op_name: str, what: str, value: float) -> None:
@@ -295,10 +292,6 @@ VJP_RULES: dict[type[Operation], Callable[..., Adjoints]] = {
 
 
 # --- lowerings: scalar f32 bodies for `Lowerer.elementwise` ------------------------------
-
-
-def _c(b: Builder, value: float) -> SSAValue:
-    return b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
 
 
 def _add(b: Builder, x: SSAValue, y: SSAValue) -> SSAValue:

@@ -22,7 +22,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from frame_mlir.dialects import frame as _frame
 from frame_mlir.dialects.frame import AnyF32Tensor, FrameOp, Shape, ShapeError, _fmt
-from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map
+from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map, row_reduce
+from frame_mlir.passes.linalg_utils import f32_const as _c
 
 
 def _check_eps(name: str, eps: float) -> None:
@@ -135,10 +136,6 @@ VJP_RULES: dict[type[Operation], Callable[..., list[SSAValue | None]]] = {
 # --- lowerings ----------------------------------------------------------------------------
 
 
-def _c(b: Builder, value: float) -> SSAValue:
-    return b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
-
-
 def _bin(b: Builder, cls: type[Operation], x: SSAValue, y: SSAValue) -> SSAValue:
     return b.insert(cls(x, y)).results[0]  # type: ignore[call-arg]
 
@@ -147,12 +144,8 @@ def _row_stats(lw: Any, x: SSAValue, eps: float) -> tuple[SSAValue, SSAValue]:
     """Per-row mean and rstd = 1 / sqrt(var + eps), f32 tensors of x's leading shape."""
     shape = list(_frame.static_shape(x) or ())
     rank, d = len(shape), shape[-1]
-    rows = list(range(rank - 1))
     row_type = _frame.tensor_type(shape[:-1])
-    x_map, row_map = identity_map(rank), dims_map(rank, rows)
-    its = [PAR] * (rank - 1) + [RED]
-    total = lw.generic([x], lw.filled(row_type, 0.0), [x_map, row_map], its,
-                       lambda b, a: _bin(b, arith.AddfOp, a[1], a[0]))
+    total = row_reduce(lw, [x], rank - 1, 0.0, lambda b, a: _bin(b, arith.AddfOp, a[1], a[0]))
     n = float(d)
     mean = lw.generic([total], lw.empty(row_type), [identity_map(rank - 1)] * 2,
                       [PAR] * (rank - 1), lambda b, a: _bin(b, arith.DivfOp, a[0], _c(b, n)))
@@ -160,7 +153,7 @@ def _row_stats(lw: Any, x: SSAValue, eps: float) -> tuple[SSAValue, SSAValue]:
     def sq(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
         dev = _bin(b, arith.SubfOp, a[0], a[1])
         return _bin(b, arith.AddfOp, a[2], _bin(b, arith.MulfOp, dev, dev))
-    ss = lw.generic([x, mean], lw.filled(row_type, 0.0), [x_map, row_map, row_map], its, sq)
+    ss = row_reduce(lw, [x], rank - 1, 0.0, sq, [mean])
 
     def rstd(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
         var = _bin(b, arith.DivfOp, a[0], _c(b, n))

@@ -18,9 +18,8 @@ from xdsl.dialects.builtin import IntegerAttr, TensorType, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, prop_def
 
-from frame_mlir.dialects import frame as _frame
 from frame_mlir.dialects.frame import BinaryOp, Shape, ShapeError, UnaryOp, same_shape_rule
-from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map
+from frame_mlir.passes.linalg_utils import PAR, dims_map, identity_map, max_takes, row_reduce
 
 
 def _axis_rule(op_name: str, shape: Shape, axis: int) -> None:
@@ -132,20 +131,6 @@ VJP_RULES: dict[type[Operation], Callable[..., Adjoints]] = {
 # --- lowerings ----------------------------------------------------------------------------
 
 
-def _row_reduce(lw: Any, inputs: Sequence[SSAValue], axis: int, init: float,
-                body: Callable[[Builder, Sequence[SSAValue]], SSAValue],
-                row_inputs: Sequence[SSAValue] = ()) -> SSAValue:
-    """An f32 tensor of the input shape without `axis`, reduced along it from `init`
-    in index order; `row_inputs` (of that reduced shape) are read per row."""
-    shape = list(_frame.static_shape(inputs[0]) or ())
-    rank = len(shape)
-    kept = [d for d in range(rank) if d != axis]
-    out = lw.filled(_frame.tensor_type([shape[d] for d in kept]), init)
-    maps = [identity_map(rank)] * len(inputs) + [dims_map(rank, kept)] * (len(row_inputs) + 1)
-    its = [RED if d == axis else PAR for d in range(rank)]
-    return lw.generic([*inputs, *row_inputs], out, maps, its, body)
-
-
 def _rowwise(lw: Any, op: Operation, inputs: Sequence[SSAValue], rows: Sequence[SSAValue],
              axis: int, body: Callable[[Builder, Sequence[SSAValue]], SSAValue]) -> SSAValue:
     """The result, elementwise over the input shape, reading `rows` per row."""
@@ -158,16 +143,9 @@ def _rowwise(lw: Any, op: Operation, inputs: Sequence[SSAValue], rows: Sequence[
                       [PAR] * rank, body)
 
 
-def _takes(b: Builder, x: SSAValue, running: SSAValue) -> SSAValue:
-    """The running maximum's update: x when greater or NaN (a NaN row stays NaN)."""
-    greater = b.insert(arith.CmpfOp(x, running, "ogt")).result
-    nan = b.insert(arith.CmpfOp(x, x, "uno")).result
-    return b.insert(arith.OrIOp(greater, nan)).result
-
-
 def _row_max(lw: Any, x: SSAValue, axis: int) -> SSAValue:
-    return _row_reduce(lw, [x], axis, float("-inf"),
-                       lambda b, a: b.insert(arith.SelectOp(_takes(b, a[0], a[1]), a[0], a[1])
+    return row_reduce(lw, [x], axis, float("-inf"),
+                       lambda b, a: b.insert(arith.SelectOp(max_takes(b, a[0], a[1]), a[0], a[1])
                                              ).result)
 
 
@@ -178,7 +156,7 @@ def _shifted_exp(b: Builder, x: SSAValue, m: SSAValue) -> SSAValue:
 def _lower_softmax(lw: Any, op: Any) -> SSAValue:
     axis, x = op.axis_value(), op.input
     m = _row_max(lw, x, axis)
-    s = _row_reduce(lw, [x], axis, 0.0, lambda b, a: b.insert(arith.AddfOp(
+    s = row_reduce(lw, [x], axis, 0.0, lambda b, a: b.insert(arith.AddfOp(
         a[2], _shifted_exp(b, a[0], a[1]))).result, [m])
     if isinstance(op, SoftmaxOp):
         return _rowwise(lw, op, [x], [m, s], axis, lambda b, a: b.insert(arith.DivfOp(
@@ -192,12 +170,12 @@ def _lower_softmax(lw: Any, op: Any) -> SSAValue:
 def _lower_softmax_grad(lw: Any, op: Any) -> SSAValue:
     axis, y, dy = op.axis_value(), op.lhs, op.rhs
     if isinstance(op, SoftmaxGradOp):  # y * (dy - sum(dy * y))
-        t = _row_reduce(lw, [y, dy], axis, 0.0, lambda b, a: b.insert(arith.AddfOp(
+        t = row_reduce(lw, [y, dy], axis, 0.0, lambda b, a: b.insert(arith.AddfOp(
             a[2], b.insert(arith.MulfOp(a[1], a[0])).result)).result)
         return _rowwise(lw, op, [y, dy], [t], axis, lambda b, a: b.insert(arith.MulfOp(
             a[0], b.insert(arith.SubfOp(a[1], a[2])).result)).result)
     # log_softmax: dy - exp(y) * sum(dy)
-    t = _row_reduce(lw, [dy], axis, 0.0,
+    t = row_reduce(lw, [dy], axis, 0.0,
                     lambda b, a: b.insert(arith.AddfOp(a[1], a[0])).result)
     return _rowwise(lw, op, [y, dy], [t], axis, lambda b, a: b.insert(arith.SubfOp(
         a[1], b.insert(arith.MulfOp(b.insert(math.ExpOp(a[0])).result, a[2])).result)).result)

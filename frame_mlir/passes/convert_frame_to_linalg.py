@@ -37,13 +37,8 @@ from xdsl.rewriter import InsertPoint
 
 from frame_mlir.dialects import frame, frame_math, frame_norm, frame_softmax
 from frame_mlir.passes.common import fail, provenance
-from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map
-
-BodyFn = Callable[[Builder, Sequence[SSAValue]], SSAValue]
-
-
-def _f32(b: Builder, value: float) -> SSAValue:
-    return b.insert(arith.ConstantOp(builtin.FloatAttr(value, f32))).result
+from frame_mlir.passes.linalg_utils import PAR, RED, BodyFn, dims_map, identity_map, max_takes
+from frame_mlir.passes.linalg_utils import f32_const as _f32
 
 
 class Lowerer:
@@ -647,14 +642,9 @@ def _max_pool(lw: Lowerer, op: Operation) -> SSAValue:
 
 
 def _pool_takes(b: Builder, x: SSAValue, running: SSAValue) -> SSAValue:
-    """PyTorch's max-pool scan: `x` replaces the running max when it is greater or NaN.
-
-    So a NaN in the window wins, and among equal values (-0.0 and +0.0 included) the
-    first stays. Padding cells hold -inf, which never replaces anything.
-    """
-    greater = b.insert(arith.CmpfOp(x, running, "ogt")).result
-    nan = b.insert(arith.CmpfOp(x, x, "uno")).result
-    return b.insert(arith.OrIOp(greater, nan)).result
+    """PyTorch's max-pool scan (`max_takes`). Padding cells hold -inf, which never
+    replaces anything."""
+    return max_takes(b, x, running)
 
 
 def _window_position(b: Builder, first_dim: int, kernel: Sequence[int]) -> SSAValue:

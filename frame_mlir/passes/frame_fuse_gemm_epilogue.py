@@ -177,7 +177,7 @@ class FrameFuseGemmEpilogue(ModulePass):
             kernels[name].detach()
             kernels[name].erase()
 
-    def _gemm(self, fn: func.FuncOp | None) -> tuple[linalg.GenericOp, int] | None:
+    def _gemm(self, fn: func.FuncOp | None) -> tuple[Contraction, int] | None:
         """The contraction of a kernel frame-gemm will take, and C's argument index."""
         generic = _single_generic(fn) if fn is not None else None
         g = analyze(generic) if generic is not None else None
@@ -186,7 +186,7 @@ class FrameFuseGemmEpilogue(ModulePass):
         if g.m * g.n * g.k * prod(g.sizes[d] for d in g.outer) < self.min_flops:
             return None
         args = list(fn.body.blocks[0].args)
-        return (generic, args.index(g.c_value)) if g.c_value in args else None
+        return (g, args.index(g.c_value)) if g.c_value in args else None
 
     def _fuse_at(self, call: func.CallOp,
                  kernels: dict[str, func.FuncOp],
@@ -195,9 +195,7 @@ class FrameFuseGemmEpilogue(ModulePass):
         found = self._gemm(kernels.get(name))
         if found is None:
             return
-        contraction, c_index = found
-        g = analyze(contraction)
-        assert g is not None
+        g, c_index = found
         c_val = call.arguments[c_index]
         gemm_reads = [v for i, v in enumerate(call.arguments) if i != c_index]
         written: list[SSAValue] = [c_val]  # per element, final once the tile is done
@@ -214,31 +212,29 @@ class FrameFuseGemmEpilogue(ModulePass):
             if not _touches(list(cur.arguments), written):
                 between.append(cur)
                 continue
-            if not self._fits(cur, g, kernels, written, reads, between):
+            operands = self._fits(cur, g, kernels, written, reads, between)
+            if operands is None:
                 break
             chain.append(cur)
-            ew = _single_generic(kernels[cur.callee.root_reference.data])
-            assert ew is not None
-            args = list(kernels[cur.callee.root_reference.data].body.blocks[0].args)
-            outs = [cur.arguments[args.index(v)] for v in ew.outputs]
-            ins = [cur.arguments[args.index(v)] for v in ew.inputs]
+            ins, out = operands
             reads += [v for v in ins if not any(_same(v, w) for w in written)]
-            written += outs
+            written.append(out)
         if not chain:
             return
         self._replace(call, chain, kernels, fused)
 
     def _fits(self, cur: func.CallOp, g: Contraction, kernels: dict[str, func.FuncOp],
               written: list[SSAValue], reads: list[SSAValue],
-              between: list[func.CallOp]) -> bool:
-        """Whether `cur` can join the epilogue (see the module doc)."""
+              between: list[func.CallOp]) -> tuple[list[SSAValue], SSAValue] | None:
+        """The caller's inputs and output of `cur` if it can join the epilogue (see the
+        module doc), else None."""
         fn = kernels.get(cur.callee.root_reference.data)
         ew = _single_generic(fn) if fn is not None else None
         if fn is None or ew is None or len(ew.outputs) != 1:
-            return False
+            return None
         args = list(fn.body.blocks[0].args)
         if any(v not in args for v in (*ew.inputs, *ew.outputs)):
-            return False
+            return None
         ins = [cur.arguments[args.index(v)] for v in ew.inputs]
         out = cur.arguments[args.index(ew.outputs[0])]
 
@@ -247,16 +243,16 @@ class FrameFuseGemmEpilogue(ModulePass):
         for v in ins:  # a written buffer is read whole, as itself; others stay apart
             if not _same(v, out) and not is_written(v) and \
                     (_touches([v], written) or _overlap(v, out)):
-                return False
+                return None
         # The output: in place over a written buffer or apart from them, and apart
         # from what the GEMM and the epilogue read elsewhere than at its element.
         if not is_written(out) and _touches([out], written) or _touches([out], reads):
-            return False
+            return None
         for x in between:  # it moves up past these calls
             if _touches(list(x.arguments), [out]) or _touches(_written(x, kernels), ins):
-                return False
+                return None
         identity = [is_written(v) or _same(v, out) for v in ins] + [True]
-        return epilogue_operands(g, ew, identity) is not None
+        return (ins, out) if epilogue_operands(g, ew, identity) is not None else None
 
     def _replace(self, call: func.CallOp,
                  chain: list[func.CallOp], kernels: dict[str, func.FuncOp],

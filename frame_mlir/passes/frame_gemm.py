@@ -651,6 +651,12 @@ class _EpilogueCode:
         """Each operand's offset at row 0, column 0 for the outer loops' `ivs`."""
         return [[_offset(ir, o, ivs) for o in per_op] for per_op in self.epi.operands]
 
+    def rect(self, ir: _Ir, bases: list[list[Index]], i_lo: Index, i_hi: Index, j_lo: Index,
+             j_hi: Index) -> None:
+        """The epilogue on rows [i_lo, i_hi) x columns [j_lo, j_hi) of C, row by row."""
+        ir.for_(i_lo, i_hi, 1, lambda ir, i, _: ir.for_(
+            j_lo, j_hi, 1, lambda ir, j, _: self.element(ir, bases, i, j)))
+
     def element(self, ir: _Ir, bases: list[list[Index]], i: Index, j: Index) -> None:
         """Run every epilogue op's body for element (i, j), in order."""
         for e, op in enumerate(self.epi.ops):
@@ -782,7 +788,10 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                     ir.for_(0, nc, nr, lambda ir, jp, _: ir.for_(
                         0, mc, mr, lambda ir, ip, _: tile_at(ir, ic, ip, jc, jp, pc, kc)))
                     if epi_code is not None and not split.k and not epi_per_tile:
-                        block_epilogue(ir, epi_code, ic, mc, jc, nc, pc)
+                        # The MC x NC block, row by row (in L2; the rows stream).
+                        code = epi_code
+                        after_last_k_block(ir, pc, lambda ir: code.rect(
+                            ir, bases, ic, ir.add(ic, mc), jc, ir.add(jc, nc)))
                 ir.for_(0, m, blk.mc, ic_body)
             ir.for_(st.k_lo, st.k_hi, blk.kc, pc_body)
 
@@ -889,28 +898,12 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
             else:
                 ir.if_(whole, full, edge)
             if epi_code is not None and not split.k and epi_per_tile:
-                tile_epilogue(ir, epi_code, i0, j0, pc)
+                # The tile, while it is in L1.
+                code = epi_code
+                after_last_k_block(ir, pc, lambda ir: code.rect(
+                    ir, bases, i0, ir.min(ir.add(i0, mr), m), j0, ir.min(ir.add(j0, nr), hi)))
 
-        def tile_epilogue(ir: _Ir, code: _EpilogueCode, i0: Index, j0: Index,
-                          pc: SSAValue) -> None:
-            """After the tile's last k block: the epilogue on its elements, while the
-            tile is in L1."""
-            def run(ir: _Ir) -> None:
-                rows, cols = ir.min(mr, ir.sub(m, i0)), ir.min(nr, ir.sub(hi, j0))
-                ir.for_(0, rows, 1, lambda ir, r, _: ir.for_(
-                    0, cols, 1, lambda ir, cc, _: code.element(
-                        ir, bases, ir.add(i0, r), ir.add(j0, cc))))
-            last = ir.ins(arith.CmpiOp(ir.idx(ir.add(pc, blk.kc)), ir.idx(st.k_hi), "sge")
-                          ).results[0]
-            ir.if_(last, run, lambda ir: None)
-
-        def block_epilogue(ir: _Ir, code: _EpilogueCode, ic: SSAValue, mc: Index,
-                           jc: SSAValue, nc: Index, pc: SSAValue) -> None:
-            """After the last k block of an MC x NC block of C: the epilogue on it, row
-            by row (C's block is still in L2; the rows stream)."""
-            def run(ir: _Ir) -> None:
-                ir.for_(ic, ir.add(ic, mc), 1, lambda ir, i, _: ir.for_(
-                    jc, ir.add(jc, nc), 1, lambda ir, j, _: code.element(ir, bases, i, j)))
+        def after_last_k_block(ir: _Ir, pc: SSAValue, run: Callable[[_Ir], None]) -> None:
             last = ir.ins(arith.CmpiOp(ir.idx(ir.add(pc, blk.kc)), ir.idx(st.k_hi), "sge")
                           ).results[0]
             ir.if_(last, run, lambda ir: None)
@@ -930,9 +923,7 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
     if split.k:
         reduce_partials(ir)
         if epi_code is not None:  # split-K has no outer dims
-            code, bases = epi_code, epi_code.bases(ir, {})
-            ir.for_(0, m, 1, lambda ir, i, _: ir.for_(
-                0, n, 1, lambda ir, j, _: code.element(ir, bases, i, j)))
+            epi_code.rect(ir, epi_code.bases(ir, {}), 0, m, 0, n)
 
 
 # --- the pass -------------------------------------------------------------------------

@@ -68,8 +68,7 @@ class Fused:
     def __call__(self, p: ModulePass, module: builtin.ModuleOp) -> None:
         if p.name == "frame-fuse-gemm-epilogue":
             self.names = [f.sym_name.data for f in module.ops if isinstance(f, func.FuncOp)
-                          and "_matmul_" in f.sym_name.data or "_conv_" in
-                          f.sym_name.data]
+                          and ("_matmul_" in f.sym_name.data or "_conv_" in f.sym_name.data)]
 
 
 def _compile(source: str, fuse: bool, **options: object) -> tuple[Executable, Fused]:
