@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from math import prod
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -340,31 +339,6 @@ class HeavisideSurrogateGradOp(BinaryOp):
 
 
 @irdl_op_definition
-class ReshapeOp(UnaryOp):
-    """Row-major reshape to the declared result type (same element count).
-
-    ``%y = frame.reshape %x : (tensor<2x3x4xf32>) -> tensor<2x12xf32>``
-    """
-
-    name = "frame.reshape"
-
-    def __init__(self, input: SSAValue | Operation, result_type: Attribute):
-        super().__init__(input, result_type)
-
-    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
-        # The target shape is the declared result type: it is not inferred.
-        (s,) = shapes
-        target = static_shape(self.result)
-        if target is None:
-            raise ShapeError("frame.reshape: the result type must be static (it is the "
-                             "target shape)")
-        if prod(s) != prod(target):
-            raise ShapeError(f"frame.reshape: element count expected {prod(s)} (of "
-                             f"{_fmt(s)}), found {prod(target)} (of {_fmt(target)})")
-        return target
-
-
-@irdl_op_definition
 class ScaleOp(UnaryOp):
     """x * factor with a compile-time constant factor.
 
@@ -379,20 +353,6 @@ class ScaleOp(UnaryOp):
     def __init__(self, input: SSAValue | Operation, factor: float,
                  result_type: Attribute | None = None):
         super().__init__(input, result_type, {"factor": FloatAttr(factor, f32)})
-
-
-@irdl_op_definition
-class TransposeOp(UnaryOp):
-    """Swap the two dims of a matrix. ``%y = frame.transpose %x : (tensor<8x4xf32>) -> tensor<4x8xf32>``"""
-
-    name = "frame.transpose"
-
-    @staticmethod
-    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
-        (s,) = shapes
-        if len(s) != 2:
-            raise ShapeError(f"frame.transpose: expected a rank-2 operand, found {_fmt(s)}")
-        return (s[1], s[0])
 
 
 def check_axes(axes: Sequence[int], rank: int, what: str) -> None:
@@ -1119,6 +1079,14 @@ from frame_mlir.dialects.frame_math import (  # noqa: E402, F401
     ThresholdGradOp,
     ThresholdOp,
 )
+from frame_mlir.dialects.frame_movement import OPS as _MOVEMENT_OPS  # noqa: E402
+from frame_mlir.dialects.frame_movement import (  # noqa: E402, F401
+    ConcatOp,
+    PadOp,
+    ReshapeOp,
+    SliceOp,
+    TransposeOp,
+)
 from frame_mlir.dialects.frame_norm import OPS as _NORM_OPS  # noqa: E402
 from frame_mlir.dialects.frame_norm import LayerNormGradOp, LayerNormOp  # noqa: E402, F401
 from frame_mlir.dialects.frame_softmax import (  # noqa: E402
@@ -1137,6 +1105,7 @@ Frame = Dialect(
         *_MATH_OPS,
         *_SOFTMAX_OPS,
         *_NORM_OPS,
+        *_MOVEMENT_OPS,
         AddOp,
         SubOp,
         MulOp,
@@ -1145,7 +1114,6 @@ Frame = Dialect(
         SigmoidOp,
         HeavisideSurrogateOp,
         HeavisideSurrogateGradOp,
-        ReshapeOp,
         ConvOp,
         ConvGradInputOp,
         ConvGradWeightOp,
@@ -1159,7 +1127,6 @@ Frame = Dialect(
         AvgPoolGradOp,
         ReluOp,
         ReluGradOp,
-        TransposeOp,
         MatmulOp,
         SumOp,
         BroadcastOp,

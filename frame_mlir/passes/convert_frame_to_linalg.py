@@ -35,7 +35,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from frame_mlir.dialects import frame, frame_math, frame_norm, frame_softmax
+from frame_mlir.dialects import frame, frame_math, frame_movement, frame_norm, frame_softmax
 from frame_mlir.passes.common import fail, provenance
 from frame_mlir.passes.linalg_utils import PAR, RED, BodyFn, dims_map, identity_map, max_takes
 from frame_mlir.passes.linalg_utils import f32_const as _f32
@@ -196,11 +196,6 @@ def _round_to(lw: Lowerer, value: SSAValue, typ: TensorType) -> SSAValue:
     if value.type == typ:
         return value
     return lw.elementwise([value], typ, lambda b, a: a[0])
-
-
-def _transpose(lw: Lowerer, op: Operation) -> SSAValue:
-    return lw.generic(op.operands, lw.empty(_result_type(op)), [dims_map(2, [1, 0]), identity_map(2)],
-                      [PAR, PAR], lambda b, a: a[0])
 
 
 #: Full reductions of more elements than this are summed in blocks (`_block_size`).
@@ -428,28 +423,6 @@ def _heaviside_grad(lw: Lowerer, op: Operation) -> SSAValue:
         slope = b.insert(arith.MulfOp(b.insert(arith.MulfOp(al, sig)).result, one_minus))
         return b.insert(arith.MulfOp(a[1], slope.result)).result
     return lw.elementwise(op.operands, _result_type(op), body)
-
-
-def _reshape(lw: Lowerer, op: Operation) -> SSAValue:
-    """Copy over the input's iteration space; the output index is the row-major
-    delinearisation of the input's linear index (affine floordiv / mod)."""
-    src = frame.static_shape(op.operands[0]) or ()
-    typ = _result_type(op)
-    dst = tuple(typ.get_shape())
-    if prod(dst) == 0:  # an empty tensor: nothing to copy (and no strides to divide by)
-        return lw.empty(typ)
-    rank = len(src)
-    linear: AffineExpr = AffineExpr.constant(0)
-    for d, size in enumerate(src):
-        linear = linear * size + AffineExpr.dimension(d)
-    results = []
-    stride = prod(dst)
-    for size in dst:
-        stride //= size
-        results.append((linear // stride) % size)
-    out_map = AffineMapAttr(AffineMap(rank, 0, tuple(results)))
-    return lw.generic(op.operands, lw.empty(typ), [identity_map(rank), out_map],
-                      [PAR] * rank, lambda b, a: a[0])
 
 
 def _padded_shape(shape: Sequence[int], padding: Sequence[int]) -> tuple[int, ...]:
@@ -896,7 +869,6 @@ LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
     frame.SigmoidOp: _sigmoid,
     frame.HeavisideSurrogateOp: _heaviside,
     frame.HeavisideSurrogateGradOp: _heaviside_grad,
-    frame.ReshapeOp: _reshape,
     frame.AddOp: _binary(arith.AddfOp),
     frame.SubOp: _binary(arith.SubfOp),
     frame.MulOp: _binary(arith.MulfOp),
@@ -905,7 +877,6 @@ LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
     frame.ReluOp: _relu,
     frame.ReluGradOp: _relu_grad,
     frame.MatmulOp: _matmul,
-    frame.TransposeOp: _transpose,
     frame.SumOp: _sum,
     frame.BroadcastOp: _broadcast,
     frame.MseLossOp: _mse_loss,
@@ -916,6 +887,7 @@ LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
 LOWERINGS.update(frame_math.LOWERINGS)
 LOWERINGS.update(frame_softmax.LOWERINGS)
 LOWERINGS.update(frame_norm.LOWERINGS)
+LOWERINGS.update(frame_movement.LOWERINGS)
 
 
 class _LowerFrameOp(RewritePattern):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.ir import Operation, SSAValue
 
-from frame_mlir.dialects import frame, frame_math, frame_norm, frame_softmax
+from frame_mlir.dialects import frame, frame_math, frame_movement, frame_norm, frame_softmax
 
 Emitter = Callable[[Operation], SSAValue]
 Adjoints = list[SSAValue | None]
@@ -72,10 +72,6 @@ def _relu(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> A
     return [emit(frame.ReluGradOp(op.input, dc))]
 
 
-def _transpose(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
-    return [emit(frame.TransposeOp(dc))]
-
-
 def _sum(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
     assert isinstance(op, frame.SumOp)
     axes = None if op.axes is None else list(op.axes.get_values())
@@ -105,11 +101,6 @@ def _sigmoid(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -
 def _heaviside(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
     assert isinstance(op, frame.HeavisideSurrogateOp)
     return [emit(frame.HeavisideSurrogateGradOp(op.input, dc, op.alpha.value.data))]
-
-
-def _reshape(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
-    assert isinstance(op, frame.ReshapeOp)
-    return [emit(frame.ReshapeOp(dc, op.input.type))]
 
 
 def _conv(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
@@ -163,7 +154,6 @@ VJP_RULES: dict[type[Operation], VjpRule] = {
     frame.ConvOp: _conv,
     frame.SigmoidOp: _sigmoid,
     frame.HeavisideSurrogateOp: _heaviside,
-    frame.ReshapeOp: _reshape,
     frame.MatmulOp: _matmul,
     frame.AddOp: _add,
     frame.SubOp: _sub,
@@ -171,7 +161,6 @@ VJP_RULES: dict[type[Operation], VjpRule] = {
     frame.NegOp: _neg,
     frame.ScaleOp: _scale,
     frame.ReluOp: _relu,
-    frame.TransposeOp: _transpose,
     frame.SumOp: _sum,
     frame.BroadcastOp: _broadcast,
     frame.MseLossOp: _mse_loss,
@@ -179,3 +168,4 @@ VJP_RULES: dict[type[Operation], VjpRule] = {
 VJP_RULES.update(frame_math.VJP_RULES)
 VJP_RULES.update(frame_softmax.VJP_RULES)
 VJP_RULES.update(frame_norm.VJP_RULES)
+VJP_RULES.update(frame_movement.VJP_RULES)

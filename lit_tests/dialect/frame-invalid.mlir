@@ -116,10 +116,10 @@ func.func @sgd_grad(%w: tensor<4x8xf32>, %g: tensor<8x4xf32>) {
 // -----
 
 func.func @transpose_rank3(%a: tensor<2x3x4xf32>) {
-  %0 = frame.transpose %a : (tensor<2x3x4xf32>) -> tensor<4x3x2xf32>
+  %0 = frame.transpose %a {perm = array<i64: 1, 0>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
   func.return
 }
-// CHECK:      frame.transpose: expected a rank-2 operand, found [2, 3, 4]
+// CHECK:      frame.transpose: perm expected a permutation of 0..2 for a rank-3 operand, found [1, 0]
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "transpose_rank3"
 

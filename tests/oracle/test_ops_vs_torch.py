@@ -511,6 +511,45 @@ def _softmax_cases() -> list[OpCase]:
     return cases
 
 
+def _movement_cases() -> list[OpCase]:
+    """Data movement: transpose by any permutation, slice, concat (also of one value
+    twice: adjoints accumulate) and pad, against torch's own ops."""
+    cases = []
+    for shape, perm in (((2, 3, 4), (0, 2, 1)), ((2, 3, 4), (2, 0, 1)), ((2, 1, 3, 2), (3, 1, 0, 2)),
+                        ((2, 3, 4), None)):
+        cases.append(OpCase(
+            "transpose", _sym("transpose", perm, shape), (shape,),
+            lambda g, v, p=perm: g.emit(frame.TransposeOp(v[0], p)),
+            lambda t, a, p=perm: a.permute(*(p if p is not None else range(a.dim())[::-1])),
+            (True,)))
+    for shape, axis, begin, end in (((4, 6), 1, 2, 5), ((4, 6), 0, 0, 1), ((2, 3, 4), 2, 1, 4),
+                                    ((2, 3, 4), 1, 0, 3)):
+        cases.append(OpCase(
+            "slice", _sym("slice", axis, begin, end, shape), (shape,),
+            lambda g, v, a=axis, b=begin, e=end: g.emit(frame.SliceOp(v[0], a, b, e)),
+            lambda t, x, a=axis, b=begin, e=end: x.narrow(a, b, e - b), (True,)))
+    for shapes, axis in ((((2, 3), (4, 3)), 0), (((2, 3), (2, 1), (2, 2)), 1),
+                         (((2, 2, 3), (2, 1, 3)), 1)):
+        cases.append(OpCase(
+            "concat", _sym("concat", axis, *shapes), shapes,
+            lambda g, v, a=axis: g.emit(frame.ConcatOp(v, a)),
+            lambda t, *xs, a=axis: t.cat(xs, dim=a), (True,) * len(shapes)))
+    cases.append(OpCase("concat", _sym("concat_twice", (3, 2)), ((3, 2),),
+                        lambda g, v: g.emit(frame.ConcatOp([v[0], v[0]], 1)),
+                        lambda t, x: t.cat((x, x), dim=1), (True,)))
+    for shape, low, high, value in (((2, 3), (0, 1), (0, 2), 0.0), ((2, 3, 4), (1, 0, 2),
+                                                                    (0, 3, 1), -1.5),
+                                    ((1, 4), (2, 0), (1, 0), 0.25)):
+        def pad_ref(t: Any, x: Any, lo: Any = low, hi: Any = high, val: float = value) -> Any:
+            flat = [p for d in reversed(range(x.dim())) for p in (lo[d], hi[d])]
+            return t.nn.functional.pad(x, flat, value=val)
+        cases.append(OpCase(
+            "pad", _sym("pad", low, high, shape), (shape,),
+            lambda g, v, lo=low, hi=high, val=value: g.emit(frame.PadOp(v[0], lo, hi, val)),
+            pad_ref, (True,)))
+    return cases
+
+
 def _layer_norm_cases() -> list[OpCase]:
     """layer_norm over the last axis (x, gamma and beta all parameters), and its
     gradient op for x and for gamma, forward-only against torch's autograd."""
@@ -536,7 +575,7 @@ def _layer_norm_cases() -> list[OpCase]:
 
 CASES: list[OpCase] = [*_conv_cases(), *_pool_cases(), *_scan_cases(), *_binary_cases(), *_unary_cases(), *_matmul_cases(), *_mse_cases(),
                        *_forward_only_cases(), *_math_cases(), *_softmax_cases(),
-                       *_layer_norm_cases()]
+                       *_layer_norm_cases(), *_movement_cases()]
 VJP_CASES = [c for c in CASES if c.has_vjp]
 CASES_BY_GROUP: dict[str, list[OpCase]] = {}
 for _c in CASES:
@@ -842,7 +881,7 @@ def test_mlp_gradient_vs_finite_differences(oracle: Any) -> None:
 FD_GROUPS = ("conv", "avg_pool", "sigmoid", "selective_scan", "matmul", "mse_loss", "sum",
              "broadcast", "reshape", "transpose", "mul", "sub", "scale", "neg",
              "exp", "tanh", "abs", "log", "shift", "gelu", "gelu_tanh", "div", "softmax",
-             "log_softmax", "layer_norm")
+             "log_softmax", "layer_norm", "slice", "concat", "pad")
 
 
 @pytest.mark.parametrize("case", [c for c in VJP_CASES if c.group in FD_GROUPS],

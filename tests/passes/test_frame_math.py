@@ -49,7 +49,10 @@ def _ops(g: Graph, x: Any, dy: Any) -> list[Any]:
         # and the normalization family (frame_norm.py)
         frame.LayerNormOp(x, gamma, gamma), frame.LayerNormOp(dy, gamma, gamma, 0.5),
         frame.LayerNormGradOp(dy, gamma, x, 1e-5, 0),
-        frame.LayerNormGradOp(dy, gamma, x, 1e-5, 1))]
+        frame.LayerNormGradOp(dy, gamma, x, 1e-5, 1),
+        # and the data-movement family (frame_movement.py)
+        frame.TransposeOp(x), frame.SliceOp(x, 1, 1, 4), frame.SliceOp(dy, 0, 0, 1),
+        frame.ConcatOp([x, dy], 0), frame.PadOp(x, [1, 0], [0, 2], -1.0))]
 
 
 def _module() -> builtin.ModuleOp:
@@ -101,12 +104,13 @@ def test_emitted_cpp_computes_the_same_bits_as_the_jit(tmp_path: Path) -> None:
                     for v in EDGE.reshape(-1))
     dys = ", ".join(f"{float(v).hex()}f" for v in DY.reshape(-1))
     outs = len(jit)
+    size = max(np.asarray(o).size for o in jit)
     main = f"""
 #include <cmath>
 #include <cstdio>
 static float x[{n}] = {{{lit}}};
 static float dy[{n}] = {{{dys}}};
-static float out[{outs}][{n}];
+static float out[{outs}][{size}];
 static const int sizes[{outs}] = {{{", ".join(str(np.asarray(o).size) for o in jit)}}};
 alignas(64) static std::uint8_t arena[1 << 20];
 int main() {{
