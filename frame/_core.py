@@ -20,6 +20,20 @@ from frame_mlir.api.nn import (
     add_parameter_inputs,
     not_yet,
 )
+from frame_mlir.api.nn_layers import (
+    AFF,
+    LSTM,
+    Dwt1d,
+    Dwt2d,
+    GraphConv,
+    HypergraphConv,
+    LayerNorm,
+    LIFCell,
+    Mamba,
+    MultiheadAttention,
+    SnnClassifier,
+    TransformerEncoderBlock,
+)
 from frame_mlir.api.onnx_weights import load_onnx_weights, save_onnx_weights
 from frame_mlir.api.ops import (  # noqa: A004
     add,
@@ -39,22 +53,10 @@ from frame_mlir.api.training import build_backward_graph, build_sgd_update_graph
 from frame_mlir.data import DataLoader, DataLoaderOptions, TensorDataset
 
 # The sheet's factories that this version does not implement yet.
-AFF = not_yet("AFF")
-Dwt1d = not_yet("Dwt1d")
-Dwt2d = not_yet("Dwt2d")
-LayerNorm = not_yet("LayerNorm")
-LSTM = not_yet("LSTM")
-MultiheadAttention = not_yet("MultiheadAttention")
-TransformerEncoderBlock = not_yet("TransformerEncoderBlock")
 SpectralConv1d = not_yet("SpectralConv1d")
 FourierFilter1d = not_yet("FourierFilter1d")
 Fno1dBlock = not_yet("Fno1dBlock")
-Mamba = not_yet("Mamba")
 FourierMamba = not_yet("FourierMamba")
-LIFCell = not_yet("LIFCell")
-SnnClassifier = not_yet("SnnClassifier")
-GraphConv = not_yet("GraphConv")
-HypergraphConv = not_yet("HypergraphConv")
 
 float32 = DType.float32
 float16 = DType.float16

@@ -71,6 +71,8 @@ class Module:
             self._check(values)
         ir = IrGraph(graph.name or "graph")
         ir.block = graph._block  # build straight into the API graph's block
+        ir.constant_fn = lambda arr, elem: graph._constant(  # a hidden graph input
+            arr, arr.shape, _DTYPE_OF.get(str(elem), DType.int64), "cpu")._ssa
         try:
             outs = self._module.build(ir, [v._ssa for v in values[:len(inputs)]],
                                       [v._ssa for v in values[len(inputs):]])
@@ -83,6 +85,9 @@ class Module:
 
     def __repr__(self) -> str:
         return f"<Module {self.name}>"
+
+
+_DTYPE_OF = {"f32": DType.float32, "f16": DType.float16}
 
 
 def _name(name: object) -> str:

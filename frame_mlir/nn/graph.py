@@ -8,9 +8,10 @@ signature. Building touches no numbers: it only creates IR.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
+import numpy as np
 from xdsl.dialects import builtin, func
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
@@ -26,6 +27,10 @@ class Graph:
         self._arg_attrs: list[dict[str, Attribute]] = []
         self._finished: func.FuncOp | None = None
         self._scope: list[str] = []
+        #: Makes a graph value of a non-splat constant array (float, stored with the
+        #: given element type, or int64 indices with None); the Python API's graphs
+        #: hold them as hidden inputs.
+        self.constant_fn: Callable[[np.ndarray, Attribute | None], SSAValue] | None = None
 
     @contextmanager
     def scope(self, name: str) -> Iterator[None]:
@@ -48,6 +53,22 @@ class Graph:
             arg.name_hint = _ssa_name(name)
         self._arg_attrs.append(dict(attrs or {}))
         return arg
+
+    def constant(self, values: np.ndarray, like: SSAValue | None = None) -> SSAValue:
+        """A constant tensor of `values`: floats get the element type of `like` (f32
+        without it), integer arrays are int64 indices. A float splat is a
+        `frame.constant`; any other array needs the graph's `constant_fn`."""
+        arr = np.asarray(values)
+        elem = frame.element_type(like) if like is not None else builtin.f32
+        if arr.dtype.kind == "f":
+            flat = arr.astype(np.float32).reshape(-1)
+            if flat.size and np.all(flat.view(np.uint32) == flat.view(np.uint32)[0]):
+                return self.emit(frame.ConstantOp(float(flat[0]), result_type=frame.tensor_type(
+                    arr.shape, elem)))
+        if self.constant_fn is None:
+            raise ValueError(f"graph '{self.name}' cannot hold a non-splat constant of "
+                             f"shape {list(arr.shape)}")
+        return self.constant_fn(arr, elem if arr.dtype.kind == "f" else None)
 
     def emit(self, op: Operation) -> SSAValue:
         """Append `op` and return its (single) result."""

@@ -12,7 +12,9 @@ result when
     (the identity in practice): iteration x of C then reads exactly what iteration
     x of P wrote, so P's inputs keep their own maps in the merged op;
   - P's body does not read its destination (its init value is not carried over;
-    the dead widening of an f16 destination that every lowered body has is dropped).
+    the dead widening of an f16 destination that every lowered body has is dropped);
+  - every loop stays a bare dim of some map of the merged op (linalg reads the loop
+    bounds off those; a slice feeding a reshape would lose one).
 The merged generic takes C's inputs with P's result replaced, in place, by P's
 inputs (an input that both read through the same map is passed once), keeps C's
 destination (`outs`), iterators, location and discardable attributes, and its body
@@ -115,8 +117,23 @@ def _fusable_producer(consumer: linalg.GenericOp) -> linalg.GenericOp | None:
             continue
         if not isinstance(body.last_op, linalg.YieldOp) or len(body.last_op.operands) != 1:
             continue
+        if not _loops_bounded(consumer, value, producer):
+            continue
         return producer
     return None
+
+
+def _loops_bounded(consumer: linalg.GenericOp, value: SSAValue,
+                   producer: linalg.GenericOp) -> bool:
+    """Whether every loop of the merged op is still a bare dim of some operand's map
+    (linalg reads the loop bounds off those): a producer that reads part of a dim
+    (a slice, `d1 + 1`) feeding a consumer that writes through a compound map (a
+    reshape) would leave that loop unbounded."""
+    maps = [m for v, m in zip((*consumer.inputs, *consumer.outputs),
+                              consumer.indexing_maps.data, strict=True) if v is not value]
+    maps += list(producer.indexing_maps.data[:len(producer.inputs)])
+    bare = {e.position for m in maps for e in m.data.results if isinstance(e, AffineDimExpr)}
+    return bare >= set(range(len(consumer.iterator_types.data)))
 
 
 def _doc(op: linalg.GenericOp) -> str:

@@ -382,3 +382,26 @@ func.func @boundaries(%x: tensor<4x8xf32>, %p: tensor<4x8xf32>) -> (tensor<4xf32
 // CHECK:         %[[TWO:[a-z0-9_]+]], %{{.*}} = linalg.generic {{.*}}doc = "frame.selective_scan"}
 // CHECK:         linalg.generic {{.*}}doc = "frame.neg"} ins(%[[TWO]] :
 // CHECK:         func.return
+
+// -----
+
+// A slice (reading part of dim 1 as `d1 + 1`) feeding a reshape (writing through a
+// compound map) stays two generics: merged, no map would hold d1 bare, and linalg
+// could not bound that loop.
+func.func @slice_into_reshape(%x: tensor<2x3x5xf32>) -> tensor<10xf32> {
+  %e = tensor.empty() : tensor<2x1x5xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, (d1 + 1), d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"], doc = "frame.slice"} ins(%x : tensor<2x3x5xf32>) outs(%e : tensor<2x1x5xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    linalg.yield %v : f32
+  } -> tensor<2x1x5xf32>
+  %e2 = tensor.empty() : tensor<10xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> ((((d0 * 5) + (d1 * 5)) + d2))>], iterator_types = ["parallel", "parallel", "parallel"], doc = "frame.reshape"} ins(%s : tensor<2x1x5xf32>) outs(%e2 : tensor<10xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    linalg.yield %v : f32
+  } -> tensor<10xf32>
+  func.return %r : tensor<10xf32>
+}
+
+// CHECK-LABEL: func.func @slice_into_reshape
+// CHECK:         %[[S:.*]] = linalg.generic {{.*}}doc = "frame.slice"}
+// CHECK:         linalg.generic {{.*}}doc = "frame.reshape"} ins(%[[S]] :
