@@ -18,13 +18,15 @@ from frame_mlir.api.nn import (
     Sequential,
     Sigmoid,
     add_parameter_inputs,
-    not_yet,
 )
 from frame_mlir.api.nn_layers import (
     AFF,
     LSTM,
     Dwt1d,
     Dwt2d,
+    Fno1dBlock,
+    FourierFilter1d,
+    FourierMamba,
     GraphConv,
     HypergraphConv,
     LayerNorm,
@@ -32,6 +34,7 @@ from frame_mlir.api.nn_layers import (
     Mamba,
     MultiheadAttention,
     SnnClassifier,
+    SpectralConv1d,
     TransformerEncoderBlock,
 )
 from frame_mlir.api.onnx_weights import load_onnx_weights, save_onnx_weights
@@ -52,16 +55,9 @@ from frame_mlir.api.tensor import Device, DType, Shape, Tensor, from_numpy
 from frame_mlir.api.training import build_backward_graph, build_sgd_update_graph
 from frame_mlir.data import DataLoader, DataLoaderOptions, TensorDataset
 
-# The sheet's factories that this version does not implement yet.
-SpectralConv1d = not_yet("SpectralConv1d")
-FourierFilter1d = not_yet("FourierFilter1d")
-Fno1dBlock = not_yet("Fno1dBlock")
-FourierMamba = not_yet("FourierMamba")
-
 float32 = DType.float32
 float16 = DType.float16
 bfloat16 = DType.bfloat16
 int32 = DType.int32
 int64 = DType.int64
 
-del not_yet

@@ -7,8 +7,11 @@ calls the native code on fresh copies of the inputs and returns fresh output ten
 
 Constants: a splat float constant is a `frame.constant` (a fill in compiled code);
 any other constant is a hidden input of the compiled function whose host buffer the
-executable owns. Integer and bfloat16 constants cannot enter arithmetic yet; they may
-be graph outputs, returned as they are.
+executable owns. Integer constants cannot enter arithmetic (only scatter_add's indices
+are read by compiled code); they may be graph outputs, returned as they are.
+
+bfloat16 computes like float16: 16-bit storage (bf16 as uint16 bit patterns on the
+host), f32 arithmetic, rounding to nearest even at every op boundary.
 """
 
 from __future__ import annotations
@@ -28,14 +31,15 @@ from frame_mlir.api.tensor import (
     DType,
     Tensor,
     bf16_bits,
+    bf16_to_float32,
     check_backend,
 )
 from frame_mlir.dialects import frame
 
 __all__ = ["Executable", "Graph", "Node", "Value", "compile"]
 
-#: dtypes whose arithmetic has compiled kernels today.
-COMPUTE_DTYPES = (DType.float32, DType.float16)
+#: dtypes whose arithmetic has compiled kernels (16-bit ones compute in f32).
+COMPUTE_DTYPES = (DType.float32, DType.float16, DType.bfloat16)
 #: dtypes compiled code may read as indices (scatter_add).
 INDEX_DTYPES = (DType.int32, DType.int64)
 
@@ -87,6 +91,8 @@ class Graph:
         self._backend: str | None = None
         #: (index value, exclusive bound) of each scatter_add, checked at run time.
         self._index_bounds: list[tuple[SSAValue, int]] = []
+        #: Functions the graph's ops call by name (frame.scan step functions).
+        self._functions: dict[str, func.FuncOp] = {}
 
     @property
     def name(self) -> str:
@@ -132,13 +138,14 @@ class Graph:
     def _constant(self, values: np.ndarray, dims: tuple[int, ...], dtype: DType,
                   backend: str) -> Value:
         self._set_device(backend)
-        flat = np.ascontiguousarray(values.reshape(-1), dtype=STORAGE[dtype]) \
-            if dtype in COMPUTE_DTYPES else None
-        # A splat (bit-identical values) is a fill in compiled code.
+        flat = _storage(values.reshape(-1), dtype) if dtype in COMPUTE_DTYPES else None
+        # A splat (bit-identical values in the storage dtype) is a fill in compiled code.
         bits = flat.view(np.uint32 if dtype == DType.float32 else np.uint16) \
             if flat is not None else None
-        if bits is not None and bits.size > 0 and np.all(bits == bits[0]):
-            return self._emit(frame.ConstantOp(float(flat[0]), result_type=_tensor_type(
+        if flat is not None and bits is not None and bits.size > 0 and \
+                np.all(bits == bits[0]):
+            first = bf16_to_float32(flat[:1])[0] if dtype == DType.bfloat16 else flat[0]
+            return self._emit(frame.ConstantOp(float(first), result_type=_tensor_type(
                 dims, dtype)), dtype)
         arg = self._block.insert_arg(_tensor_type(dims, dtype), len(self._block.args))
         arg.name_hint = f"const{len(self._hidden)}"
@@ -234,7 +241,7 @@ class Executable:
                       for a in graph._inputs]
         fn, hidden = graph._snapshot()
         ex._hidden = [graph._hidden[a] for a in hidden]
-        # Outputs that are integer / bf16 constants never enter compiled code.
+        # Outputs that are integer constants or inputs never enter compiled code.
         ex._plan = []
         index_of_arg = {a: i for i, a in enumerate((*graph._inputs, *hidden))}
         compute_outputs: list[SSAValue] = []
@@ -248,7 +255,7 @@ class Executable:
                     continue
                 raise NotImplementedError(
                     f"compile: {v._dtype.name} arithmetic is not implemented yet")
-            ex._plan.append(("fn", len(compute_outputs)))
+            ex._plan.append(("fn", (len(compute_outputs), v._dtype)))
             compute_outputs.append(v._ssa)
         ex._fn_name = fn.sym_name.data
         ex._runtime = None
@@ -259,7 +266,7 @@ class Executable:
                     raise NotImplementedError(
                         f"compile: {dt.name} arithmetic is not implemented yet")
             fn, kept = _computed_part(fn)
-            module = builtin.ModuleOp([fn])
+            module = builtin.ModuleOp([fn, *(f.clone() for f in graph._functions.values())])
             # The host's compile options (threads: FRAME_NUM_THREADS or the cores), part
             # of what a compiled graph is, so part of its key.
             options = CompileOptions().resolved()
@@ -310,8 +317,9 @@ class Executable:
         device = Device(self._backend, 0)
         for kind, ref in self._plan:
             if kind == "fn":
-                arr = np.array(results[ref])
-                dt = DType.float16 if arr.dtype == np.float16 else DType.float32
+                index, dt = ref
+                arr = np.array(results[index])  # bf16: its uint16 bit patterns
+                assert arr.dtype == STORAGE[dt], (arr.dtype, dt)
                 out.append(Tensor._own(arr, dt, device))
             elif kind == "const":
                 out.append(Tensor._own(ref.data.copy(), ref.dtype, device))
@@ -333,23 +341,27 @@ def _arg_dtype(graph: Graph, arg: BlockArgument) -> DType:
             builtin.i64: DType.int64}[elem]
 
 
+#: Element types of COMPUTE_DTYPES.
+_FLOAT_ELEMENTS = (builtin.f32, builtin.f16, builtin.bf16)
+
+
 def _computed_part(fn: func.FuncOp) -> tuple[func.FuncOp, list[int]]:
     """`fn` returning only its float results, keeping the float arguments and the
-    integer ones that feed compiled code (scatter_add indices); integer and bf16 values
-    that are only passed through are returned by the executable directly. Also the
-    positions of the kept arguments."""
+    integer ones that feed compiled code (scatter_add indices); integer values that are
+    only passed through are returned by the executable directly. Also the positions of
+    the kept arguments."""
     block = fn.body.blocks[0]
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)
     float_results = [v for v in ret.operands if isinstance(v.type, builtin.TensorType)
-                     and v.type.element_type in (builtin.f32, builtin.f16)]
+                     and v.type.element_type in _FLOAT_ELEMENTS]
     ret.detach()
     ret.erase()
     block.add_op(func.ReturnOp(*float_results))
     kept = []
     for i, arg in enumerate(list(block.args)):
         elem = arg.type.element_type  # type: ignore[attr-defined]
-        if elem in (builtin.f32, builtin.f16) or arg.uses:
+        if elem in _FLOAT_ELEMENTS or arg.uses:
             kept.append(i)
         else:
             block.erase_arg(arg)

@@ -19,7 +19,7 @@ from frame_mlir.nn import module as core_nn
 from frame_mlir.nn.graph import Graph as IrGraph
 
 __all__ = ["AvgPool2d", "Conv1d", "Conv2d", "Flatten", "MaxPool2d", "Linear", "Module", "MseLoss", "Relu", "Sequential", "Sigmoid",
-           "add_parameter_inputs", "not_yet"]
+           "add_parameter_inputs"]
 
 
 class Module:
@@ -64,20 +64,22 @@ class Module:
             raise ValueError(f"build: module '{self.name}' got mixed dtypes "
                              f"{sorted(d.name for d in dtypes)}")
         for v in values:
-            if v._dtype not in (DType.float32, DType.float16):
-                raise ValueError(f"build: module '{self.name}' expects float32 or float16 "
-                                 f"values, found '{v._dtype.name}'")
+            if not v._dtype.is_float:
+                raise ValueError(f"build: module '{self.name}' expects float32, float16 or "
+                                 f"bfloat16 values, found '{v._dtype.name}'")
         if callable(self._check):
             self._check(values)
         ir = IrGraph(graph.name or "graph")
         ir.block = graph._block  # build straight into the API graph's block
         ir.constant_fn = lambda arr, elem: graph._constant(  # a hidden graph input
             arr, arr.shape, _DTYPE_OF.get(str(elem), DType.int64), "cpu")._ssa
+        ir.functions = dict(graph._functions)  # step functions' names already taken
         try:
             outs = self._module.build(ir, [v._ssa for v in values[:len(inputs)]],
                                       [v._ssa for v in values[len(inputs):]])
         except ShapeError as err:  # a parameter of the wrong shape, found by an op's rule
             raise ValueError(f"build: module '{self.name}': {err}") from None
+        graph._functions = ir.functions
         dtype = values[0]._dtype if values else self._dtype
         from frame_mlir.dialects import frame
 
@@ -87,7 +89,7 @@ class Module:
         return f"<Module {self.name}>"
 
 
-_DTYPE_OF = {"f32": DType.float32, "f16": DType.float16}
+_DTYPE_OF = {"f32": DType.float32, "f16": DType.float16, "bf16": DType.bfloat16}
 
 
 def _name(name: object) -> str:
@@ -215,13 +217,3 @@ def add_parameter_inputs(graph: Graph, module: Module) -> list[Value]:
         raise TypeError("add_parameter_inputs: expected a Module")
     return [graph.add_graph_input(shape, dtype, "cpu")
             for _, shape, dtype in module.parameters()]
-
-
-def not_yet(name: str):  # noqa: ANN201 - returns a factory
-    """A factory of the sheet that this version does not implement yet."""
-    def factory(*args: object, **kwargs: object) -> Module:
-        raise NotImplementedError(f"frame.nn.{name} is not implemented yet in frame-mlir")
-
-    factory.__name__ = factory.__qualname__ = name
-    factory.__doc__ = f"{name} (not implemented yet: raises NotImplementedError)."
-    return factory

@@ -13,9 +13,9 @@ from frame_mlir.api.nn import Module, _flag, _int, _name
 from frame_mlir.api.tensor import DType
 from frame_mlir.nn import layers
 
-__all__ = ["AFF", "LSTM", "Dwt1d", "Dwt2d", "GraphConv", "HypergraphConv", "LIFCell",
-           "LayerNorm", "Mamba", "MultiheadAttention", "SnnClassifier",
-           "TransformerEncoderBlock"]
+__all__ = ["AFF", "LSTM", "Dwt1d", "Dwt2d", "Fno1dBlock", "FourierFilter1d", "FourierMamba",
+           "GraphConv", "HypergraphConv", "LIFCell", "LayerNorm", "Mamba",
+           "MultiheadAttention", "SnnClassifier", "SpectralConv1d", "TransformerEncoderBlock"]
 
 Check = Callable[[list[Value]], None]
 
@@ -222,6 +222,77 @@ def Mamba(name: str, batch: int, channels: int, steps: int, kernel_size: int,
     check = _strict(f"Mamba '{name}'", dims, dt,
                     (dims["batch"], dims["channels"], dims["steps"]))
     return Module._make(layers.Mamba(name, *dims.values()), dt, 1, check)
+
+
+def FourierMamba(name: str, batch: int, channels: int, steps: int, kernel_size: int,
+                 dtype: DType) -> Module:
+    """`tanh(mamba(x) + fourier(x))` on [B, C, L]: children `mamba` (Mamba, 16
+    parameters) and `fourier` (FourierFilter1d(B, C, L): `P.fourier.w_re/w_im`
+    [B, C, L//2+1, 1]); Mamba's checks. float32 only (the FFT kernels are f32).
+
+    Example: ``FourierMamba("fm", 2, 3, 8, 3, DType.float32)`` on [2, 3, 8].
+    """
+    name = _name(name)
+    dims = {w: _int(v, w) for v, w in ((batch, "batch"), (channels, "channels"),
+                                       (steps, "steps"), (kernel_size, "kernel_size"))}
+    dt = _dtype(dtype)
+    check = _strict(f"FourierMamba '{name}'", dims, dt,
+                    (dims["batch"], dims["channels"], dims["steps"]), _f32_only(name, dt))
+    return Module._make(layers.FourierMamba(name, *dims.values()), dt, 1, check)
+
+
+def _f32_only(name: str, dtype: DType) -> Check:
+    def check(_: list[Value]) -> None:
+        if dtype != DType.float32:
+            raise ValueError(f"'{name}': the FFT kernels are float32 only, found "
+                             f"'{dtype.name}'")
+    return check
+
+
+def SpectralConv1d(name: str, batch: int, in_channels: int, out_channels: int, n: int,
+                   modes: int, dtype: DType) -> Module:
+    """The FNO Fourier layer on [B, Cin, n] -> [B, Cout, n]: `P.W_re`, `P.W_im`
+    [Cin, modes*Cout]; `Y[:, :, j] = rfft(x)[:, :, j] @ (W_re + i W_im)[:, j*Cout:(j+1)*Cout]`
+    for j < modes, higher modes 0, then `irfft(Y, n)`. `modes > n//2+1` is a
+    ValueError at build. float32 only.
+
+    Example: ``SpectralConv1d("sc", 2, 3, 4, 16, 5, DType.float32)`` on [2, 3, 16].
+    """
+    name = _name(name)
+    dt = _dtype(dtype)
+    inner = layers.SpectralConv1d(name, _int(batch, "batch"), _int(in_channels, "in_channels"),
+                                  _int(out_channels, "out_channels"), _int(n, "n"),
+                                  _int(modes, "modes"))
+    return Module._make(inner, dt, 1, _f32_only(name, dt))
+
+
+def FourierFilter1d(name: str, batch: int, channels: int, n: int, dtype: DType) -> Module:
+    """`irfft(w ⊙ rfft(x), n)` on [B, C, n] with one complex filter per sample and
+    channel: `P.w_re`, `P.w_im` [B, C, n//2+1, 1]. float32 only.
+
+    Example: ``FourierFilter1d("ff", 2, 3, 8, DType.float32)`` on [2, 3, 8].
+    """
+    name = _name(name)
+    dt = _dtype(dtype)
+    inner = layers.FourierFilter1d(name, _int(batch, "batch"), _int(channels, "channels"),
+                                   _int(n, "n"))
+    return Module._make(inner, dt, 1, _f32_only(name, dt))
+
+
+def Fno1dBlock(name: str, batch: int, in_channels: int, out_channels: int, n: int,
+               modes: int, dtype: DType) -> Module:
+    """`tanh(spectral(x) + bypass(x))` on [B, Cin, n] -> [B, Cout, n]: children
+    `spectral` (SpectralConv1d) and `bypass` (Conv1d kernel 1 with bias):
+    `P.spectral.W_re, P.spectral.W_im, P.bypass.weight [Cout, Cin, 1], P.bypass.bias`.
+
+    Example: ``Fno1dBlock("fno", 2, 3, 4, 16, 5, DType.float32)`` on [2, 3, 16].
+    """
+    name = _name(name)
+    dt = _dtype(dtype)
+    inner = layers.Fno1dBlock(name, _int(batch, "batch"), _int(in_channels, "in_channels"),
+                              _int(out_channels, "out_channels"), _int(n, "n"),
+                              _int(modes, "modes"))
+    return Module._make(inner, dt, 1, _f32_only(name, dt))
 
 
 def _graph_indices(name: str, num_nodes: int, lists: Sequence[tuple[str, list[int], int]]

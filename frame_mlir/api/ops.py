@@ -81,14 +81,23 @@ def matmul(graph: Graph, lhs: Value, rhs: Value) -> Value:
     g = _graph(graph, "matmul")
     a, b = g._own(lhs, "matmul"), g._own(rhs, "matmul")
     _same_dtype(a, b, "matmul")
-    if len(a._shape) != 2 or len(b._shape) != 2:
+    if len(a._shape) != 2 or len(b._shape) != 2:  # the API's matmul is the rank-2 one
         raise ValueError(f"matmul: expected rank-2 operands, found {list(a._shape)} and "
                          f"{list(b._shape)}")
-    if a._shape[1] != b._shape[0]:
-        raise ValueError(f"matmul: contraction dimension mismatch: lhs {list(a._shape)}, "
-                         f"rhs {list(b._shape)}")
+    _rule(frame.MatmulOp, [a, b], "matmul")
     _float(a, "matmul")
     return graph._emit(frame.MatmulOp(a._ssa, b._ssa), a._dtype)
+
+
+def _rule(op: type, values: Sequence[Value], what: str, **attrs: object) -> None:
+    """The dialect op's own shape rule on the operands; its ShapeError (expected vs
+    found) becomes the API's ValueError."""
+    try:
+        op.rule([v._shape for v in values], **attrs)
+    except frame.ShapeError as err:
+        msg = str(err)
+        prefix = f"{op.name}: "  # type: ignore[attr-defined]
+        raise ValueError(f"{what}: {msg.removeprefix(prefix)}") from None
 
 
 def sum(graph: Graph, x: Value, axes: Sequence[int]) -> Value:  # noqa: A001 - the API's name
@@ -158,12 +167,7 @@ def selective_scan(graph: Graph, x: Value, a: Value, b: Value, c: Value, d: Valu
     vs = [g._own(v, "selective_scan") for v in (x, a, b, c, d)]
     for v in vs[1:]:
         _same_dtype(vs[0], v, "selective_scan")
-        if v._shape != vs[0]._shape:
-            raise ValueError(f"selective_scan: all five operands must have the same shape, "
-                             f"found {list(vs[0]._shape)} and {list(v._shape)}")
-    if len(vs[0]._shape) < 1 or vs[0]._shape[-1] < 1:
-        raise ValueError(f"selective_scan: expected rank >= 1 with a last dim >= 1, found "
-                         f"{list(vs[0]._shape)}")
+    _rule(frame.SelectiveScanOp, vs, "selective_scan")
     _float(vs[0], "selective_scan")
     return graph._emit(frame.SelectiveScanOp(*[v._ssa for v in vs]), vs[0]._dtype)
 

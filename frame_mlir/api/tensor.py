@@ -184,12 +184,13 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 def bf16_bits(values: np.ndarray) -> np.ndarray:
-    """float32 values -> bfloat16 bit patterns, rounding to nearest even (NaN kept NaN)."""
+    """float32 values -> bfloat16 bit patterns, rounding to nearest even; every NaN
+    becomes the quiet NaN 0x7fc0. The same rounding as compiled code (`arith-expand-bf16`)
+    and as PyTorch's `torch.bfloat16`."""
     f = np.ascontiguousarray(values, dtype=np.float32)
     bits = f.view(np.uint32).astype(np.uint64)
     rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-    nan = np.isnan(f)
-    return np.where(nan, ((bits >> 16) | 0x40).astype(np.uint16), rounded)
+    return np.where(np.isnan(f), np.uint16(0x7FC0), rounded).astype(np.uint16)
 
 
 def bf16_to_float32(bits: np.ndarray) -> np.ndarray:

@@ -55,12 +55,10 @@ def build_backward_graph(forward: Graph, loss_output_index: int,
         raise ValueError(f"build_backward_graph: duplicate wrt input index in {wrt}")
     for i in wrt:
         dtype = _arg_dtype(forward, forward._inputs[i])
-        if dtype == DType.bfloat16:
-            raise NotImplementedError(f"build_backward_graph: input {i} is bfloat16; "
-                                      "bfloat16 training is not implemented yet")
-        if dtype not in (DType.float32, DType.float16):
+        if not dtype.is_float:
             raise ValueError(f"build_backward_graph: input {i} has dtype '{dtype.name}': "
-                             "gradients exist for float32 and float16 inputs only")
+                             "gradients exist for float32, float16 and bfloat16 inputs "
+                             "only")
     loss = forward._outputs[loss_index]
     if math.prod(loss._shape) != 1:
         raise ValueError(f"build_backward_graph: the loss must be a scalar (rank 0 or one "
@@ -74,7 +72,7 @@ def build_backward_graph(forward: Graph, loss_output_index: int,
     for i in wrt:
         set_arg_attr(fn, i, "frame.param", builtin.StringAttr(f"in{i}"))
     fn.attributes[LOSS_INDEX] = builtin.IntegerAttr(loss_index, 64)
-    module = builtin.ModuleOp([fn])
+    module = builtin.ModuleOp([fn, *(f.clone() for f in forward._functions.values())])
     try:
         run_passes(make_context(), module, [FrameShapeInference(), FrameAutodiff()])
     except PipelineError as err:
@@ -83,7 +81,11 @@ def build_backward_graph(forward: Graph, loss_output_index: int,
         raise ValueError(f"build_backward_graph: {err}") from None
     grad_fn = next(o for o in module.ops if isinstance(o, func.FuncOp)
                    and "frame.grad_of" in o.attributes)
-    return _graph_from_function(forward, grad_fn, hidden, n_out, sorted(wrt), wrt)
+    g = _graph_from_function(forward, grad_fn, hidden, n_out, sorted(wrt), wrt)
+    # The step functions of the graph's scans, and the VJP steps autodiff added.
+    g._functions = {o.sym_name.data: o.clone() for o in module.ops
+                    if isinstance(o, func.FuncOp) and o is not fn and o is not grad_fn}
+    return g
 
 
 def _graph_from_function(forward: Graph, fn: func.FuncOp, hidden: list, n_out: int,

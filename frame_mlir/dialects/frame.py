@@ -4,8 +4,8 @@ Every frontend (spec v0 JSON, the nn Modules, later the network JSON, the
 `.kyn` DSL and the Python API) lowers into these ops, and every backend consumes
 IR derived from them by one shared pass pipeline.
 
-Types are builtin tensors of `f32` or `f16` (half storage; kernels compute in f32 and
-round at op boundaries); an op's operands and result share one element type. A
+Types are builtin tensors of `f32`, `f16` or `bf16` (16-bit storage; kernels compute in
+f32 and round at op boundaries); an op's operands and result share one element type. A
 result may be written unranked (`tensor<*xf32>`) by a frontend or a hand-written test; `frame-shape-inference`
 replaces it with the static type computed by the op's shape rule. Once shapes
 are known, each op's verifier checks that its result type equals what the shape
@@ -26,6 +26,7 @@ import struct
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseArrayBase,
     Float16Type,
     Float32Type,
@@ -68,7 +69,7 @@ class ShapeError(VerifyException):
 
 
 #: Element types frame ops accept.
-FLOAT_TYPES = (Float32Type, Float16Type)
+FLOAT_TYPES = (Float32Type, Float16Type, BFloat16Type)
 
 
 def tensor_type(shape: Sequence[int], elem: Attribute = f32) -> TensorType:
@@ -155,7 +156,7 @@ class FrameOp(IRDLOperation):
         elem = getattr(result.type, "element_type", None)
         if not isinstance(elem, FLOAT_TYPES):
             raise VerifyException(
-                f"{self.name}: result must be a tensor of f32 or f16, found {result.type}"
+                f"{self.name}: result must be a tensor of f32, f16 or bf16, found {result.type}"
             )
         for i, operand in enumerate(self.operands):
             typ = operand.type
@@ -211,30 +212,66 @@ class BinaryOp(FrameOp):
 
 
 class ElementwiseBinaryOp(BinaryOp):
-    """Same-shape elementwise binary op (v0 has no broadcasting)."""
+    """Same-shape elementwise binary op (the gradient ops: no broadcasting)."""
 
     @staticmethod
     def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
         return same_shape_rule(shapes)
 
 
+def broadcast_rule(shapes: Sequence[Shape]) -> Shape:
+    """numpy's broadcasting: shapes align on the right, each dim pair is equal or one of
+    them is 1 (a missing leading dim counts as 1); the result takes the larger."""
+    out: list[int] = []
+    rank = max((len(s) for s in shapes), default=0)
+    for i in range(rank):
+        dims = {s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0}
+        big = dims - {1}
+        if len(big) > 1:
+            raise ShapeError("operands " + " and ".join(_fmt(s) for s in shapes)
+                             + " do not broadcast")
+        out.append(big.pop() if big else 1)
+    return tuple(out)
+
+
+def broadcast_dims(operand: Shape, result: Shape) -> list[int]:
+    """The dims of `result` along which `operand` (broadcast to it) is repeated: the
+    leading dims it lacks and the size-1 dims it stretches. Empty: no broadcasting."""
+    lead = len(result) - len(operand)
+    return [d for d in range(len(result))
+            if d < lead or (operand[d - lead] == 1 and result[d] != 1)]
+
+
+class BroadcastingBinaryOp(ElementwiseBinaryOp):
+    """An elementwise binary op whose operands broadcast as numpy's do (add, sub, mul,
+    div, maximum, minimum): the result has the broadcast shape; its lowering reads a
+    broadcast operand with index 0 for stretched dims, its VJP sums the adjoint over
+    them (`frame_reduce.reduce_to`)."""
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        return broadcast_rule(shapes)
+
+
 @irdl_op_definition
-class AddOp(ElementwiseBinaryOp):
-    """Elementwise sum. ``%c = frame.add %a, %b : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>``"""
+class AddOp(BroadcastingBinaryOp):
+    """Elementwise sum, broadcasting.
+    ``%c = frame.add %a, %b : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>``
+    ``%c = frame.add %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>``"""
 
     name = "frame.add"
 
 
 @irdl_op_definition
-class SubOp(ElementwiseBinaryOp):
-    """Elementwise difference. ``%c = frame.sub %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>``"""
+class SubOp(BroadcastingBinaryOp):
+    """Elementwise difference, broadcasting. ``%c = frame.sub %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>``"""
 
     name = "frame.sub"
 
 
 @irdl_op_definition
-class MulOp(ElementwiseBinaryOp):
-    """Elementwise product. ``%c = frame.mul %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>``"""
+class MulOp(BroadcastingBinaryOp):
+    """Elementwise product, broadcasting. ``%c = frame.mul %a, %b : (tensor<2x1xf32>, tensor<3xf32>) -> tensor<2x3xf32>``"""
 
     name = "frame.mul"
 
@@ -368,23 +405,38 @@ def check_axes(axes: Sequence[int], rank: int, what: str) -> None:
         seen.add(a)
 
 
+def reduced_shape(shape: Shape, axes: Sequence[int] | None, keepdims: bool,
+                  what: str) -> Shape:
+    """The shape of a reduction of `shape` over `axes` (all when None): the reduced dims
+    dropped, or kept as 1 with `keepdims`; ShapeError (naming `what`) on bad axes."""
+    if axes is None:
+        axes = range(len(shape))
+    else:
+        check_axes(axes, len(shape), what)
+    return tuple(1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes)
+
+
 @irdl_op_definition
 class SumOp(UnaryOp):
-    """Sum over `axes` (all axes when absent), dropping the reduced dims.
+    """Sum over `axes` (all axes when absent), dropping the reduced dims (keeping them as
+    size 1 with `keepdims`, as torch's keepdim=True).
 
     ``%s = frame.sum %x : (tensor<8x1xf32>) -> tensor<f32>``
     ``%r = frame.sum %x {axes = array<i64: 1>} : (tensor<8x3xf32>) -> tensor<8xf32>``
+    ``%r = frame.sum %x {axes = array<i64: 1>, keepdims} : (tensor<8x3xf32>) -> tensor<8x1xf32>``
     """
 
     name = "frame.sum"
     axes = opt_prop_def(DenseArrayBase.constr(i64))
+    keepdims = opt_prop_def(UnitAttr)
 
     def __init__(self, input: SSAValue | Operation, axes: Sequence[int] | None = None,
-                 result_type: Attribute | None = None):
+                 result_type: Attribute | None = None, keepdims: bool = False):
         props: dict[str, Attribute | None] = {
-            "axes": DenseArrayBase.from_list(i64, list(axes)) if axes is not None else None}
+            "axes": DenseArrayBase.from_list(i64, list(axes)) if axes is not None else None,
+            "keepdims": UnitAttr() if keepdims else None}
         ops = [SSAValue.get(input)]
-        rtype = result_type or self.result_type_for(ops, axes=axes)
+        rtype = result_type or self.result_type_for(ops, axes=axes, keepdims=keepdims)
         super().__init__(input, rtype, props)
 
     def reduced_axes(self, rank: int) -> list[int]:
@@ -392,16 +444,14 @@ class SumOp(UnaryOp):
         return list(range(rank)) if self.axes is None else list(self.axes.get_values())
 
     def rule_attrs(self) -> dict[str, object]:
-        return {"axes": None if self.axes is None else list(self.axes.get_values())}
+        return {"axes": None if self.axes is None else list(self.axes.get_values()),
+                "keepdims": self.keepdims is not None}
 
     @staticmethod
     def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
         (s,) = shapes
         axes = attrs.get("axes")
-        if axes is None:
-            return ()
-        check_axes(axes, len(s), "frame.sum")  # type: ignore[arg-type]
-        return tuple(d for i, d in enumerate(s) if i not in axes)  # type: ignore[operator]
+        return reduced_shape(s, axes, bool(attrs.get("keepdims")), "frame.sum")  # type: ignore[arg-type]
 
 
 @irdl_op_definition
@@ -489,7 +539,7 @@ class MatmulOp(BinaryOp):
         kb, n = (b[-1], b[-2]) if attrs.get("transpose_rhs") else b[-2:]
         if ka != kb:
             raise ShapeError(
-                f"frame.matmul: contraction dims must match: expected rhs dim {ka} "
+                f"frame.matmul: contraction dimension mismatch: expected rhs dim {ka} "
                 f"(the lhs's), found {kb}"
             )
         return (*a[:-2], m, n)
@@ -614,252 +664,6 @@ class ConstantOp(FrameOp):
         op = cls(value, result_type=typ)
         op.attributes.update(attrs)
         return op
-
-
-class _ConvAttrs:
-    """stride / padding (one entry per spatial dim) and groups of the conv ops."""
-
-    stride = prop_def(DenseArrayBase.constr(i64))
-    padding = prop_def(DenseArrayBase.constr(i64))
-    groups = prop_def(IntegerAttr.constr(i64))
-
-    @staticmethod
-    def props(stride: Sequence[int], padding: Sequence[int],
-              groups: int) -> dict[str, Attribute | None]:
-        return {"stride": DenseArrayBase.from_list(i64, list(stride)),
-                "padding": DenseArrayBase.from_list(i64, list(padding)),
-                "groups": IntegerAttr(groups, i64)}
-
-    def conv_attrs(self) -> tuple[list[int], list[int], int]:
-        return (list(self.stride.get_values()), list(self.padding.get_values()),  # type: ignore
-                self.groups.value.data)  # type: ignore[attr-defined]
-
-
-def conv_output_shape(x: Shape, w: Shape, stride: Sequence[int], padding: Sequence[int],
-                      groups: int, what: str = "frame.conv") -> Shape:
-    """[N, Cin, *S] conv [Cout, Cin/groups, *K] -> [N, Cout, *O], O = (S+2p-K)//s + 1."""
-    if len(x) != len(w) or len(x) < 3:
-        raise ShapeError(f"{what}: expected input [N, C, *spatial] and weight [Cout, Cin/groups,"
-                         f" *kernel] of the same rank >= 3, found {_fmt(x)} and {_fmt(w)}")
-    nsp = len(x) - 2
-    if len(stride) != nsp or len(padding) != nsp:
-        raise ShapeError(f"{what}: expected {nsp} stride and padding entries, found "
-                         f"{len(stride)} and {len(padding)}")
-    if groups < 1 or x[1] % groups or w[0] % groups:
-        raise ShapeError(f"{what}: groups {groups} must divide the input channels {x[1]} "
-                         f"and the output channels {w[0]}")
-    if w[1] != x[1] // groups:
-        raise ShapeError(f"{what}: weight expected {x[1] // groups} input channels per group, "
-                         f"found {w[1]}")
-    out = [x[0], w[0]]
-    for size, k, st, p in zip(x[2:], w[2:], stride, padding, strict=True):
-        if st < 1 or p < 0 or size + 2 * p < k:
-            raise ShapeError(f"{what}: kernel {k} with stride {st}, padding {p} does not fit "
-                             f"a spatial size of {size}")
-        out.append((size + 2 * p - k) // st + 1)
-    return tuple(out)
-
-
-@irdl_op_definition
-class ConvOp(_ConvAttrs, BinaryOp):
-    """N-d convolution (cross-correlation, NC* layout, symmetric zero padding, groups).
-
-    ``%y = frame.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, groups = 1 : i64} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32>``
-    """
-
-    name = "frame.conv"
-
-    def __init__(self, x: SSAValue | Operation, w: SSAValue | Operation, stride: Sequence[int],
-                 padding: Sequence[int], groups: int = 1):
-        super().__init__(x, w, None, self.props(stride, padding, groups), stride=stride,
-                         padding=padding, groups=groups)
-
-    def rule_attrs(self) -> dict[str, object]:
-        st, p, g = self.conv_attrs()
-        return {"stride": st, "padding": p, "groups": g}
-
-    @staticmethod
-    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
-        x, w = shapes
-        return conv_output_shape(x, w, attrs["stride"], attrs["padding"],  # type: ignore
-                                 attrs["groups"])  # type: ignore[arg-type]
-
-
-class _ConvGradOp(_ConvAttrs, BinaryOp):
-    """A conv gradient whose result shape (the input's or weight's) is declared."""
-
-    def __init__(self, a: SSAValue | Operation, b: SSAValue | Operation, result_type: Attribute,
-                 stride: Sequence[int], padding: Sequence[int], groups: int):
-        super().__init__(a, b, result_type, self.props(stride, padding, groups))
-
-    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
-        target = static_shape(self.result)
-        if target is None:
-            raise ShapeError(f"{self.name}: the result type must be static")
-        st, p, g = self.conv_attrs()
-        x, w = self.conv_shapes(shapes, target)
-        expected = conv_output_shape(x, w, st, p, g, self.name)
-        if expected != self.dy_shape(shapes):
-            raise ShapeError(f"{self.name}: dy expected {_fmt(expected)}, found "
-                             f"{_fmt(self.dy_shape(shapes))}")
-        return target
-
-
-@irdl_op_definition
-class ConvGradInputOp(_ConvGradOp):
-    """d conv / d input: `frame.conv_grad_input %dy, %w` -> the input's shape."""
-
-    name = "frame.conv_grad_input"
-
-    def conv_shapes(self, shapes: Sequence[Shape], target: Shape) -> tuple[Shape, Shape]:
-        return target, shapes[1]
-
-    def dy_shape(self, shapes: Sequence[Shape]) -> Shape:
-        return shapes[0]
-
-
-@irdl_op_definition
-class ConvGradWeightOp(_ConvGradOp):
-    """d conv / d weight: `frame.conv_grad_weight %x, %dy` -> the weight's shape."""
-
-    name = "frame.conv_grad_weight"
-
-    def conv_shapes(self, shapes: Sequence[Shape], target: Shape) -> tuple[Shape, Shape]:
-        return shapes[0], target
-
-    def dy_shape(self, shapes: Sequence[Shape]) -> Shape:
-        return shapes[1]
-
-
-def pool_output_shape(x: Shape, kernel: Sequence[int], stride: Sequence[int],
-                      padding: Sequence[int], what: str) -> Shape:
-    """[N, C, H, W] -> [N, C, (H+2p-K)//s+1, ...]; padding at most half the kernel."""
-    if len(x) != 2 + len(kernel) or not (len(kernel) == len(stride) == len(padding)):
-        raise ShapeError(f"{what}: expected an [N, C, *spatial] input with one kernel, stride "
-                         f"and padding entry per spatial dim, found {_fmt(x)} and "
-                         f"{len(kernel)}/{len(stride)}/{len(padding)} entries")
-    out = list(x[:2])
-    for size, k, st, p in zip(x[2:], kernel, stride, padding, strict=True):
-        need = ("kernel >= 1" if k < 1 else "stride >= 1" if st < 1 else
-                "padding >= 0" if p < 0 else "2 * padding <= kernel" if 2 * p > k else
-                "kernel <= size + 2 * padding" if size + 2 * p < k else None)
-        if need is not None:
-            raise ShapeError(f"{what}: kernel {k}, stride {st}, padding {p} do not fit a "
-                             f"spatial size of {size} (need {need})")
-        out.append((size + 2 * p - k) // st + 1)
-    return tuple(out)
-
-
-class _PoolAttrs:
-    kernel = prop_def(DenseArrayBase.constr(i64))
-    stride = prop_def(DenseArrayBase.constr(i64))
-    padding = prop_def(DenseArrayBase.constr(i64))
-
-    @staticmethod
-    def props(kernel: Sequence[int], stride: Sequence[int],
-              padding: Sequence[int]) -> dict[str, Attribute | None]:
-        return {"kernel": DenseArrayBase.from_list(i64, list(kernel)),
-                "stride": DenseArrayBase.from_list(i64, list(stride)),
-                "padding": DenseArrayBase.from_list(i64, list(padding))}
-
-    def pool_attrs(self) -> tuple[list[int], list[int], list[int]]:
-        return (list(self.kernel.get_values()), list(self.stride.get_values()),  # type: ignore
-                list(self.padding.get_values()))  # type: ignore[attr-defined]
-
-    def rule_attrs(self) -> dict[str, object]:
-        k, st, p = self.pool_attrs()
-        return {"kernel": k, "stride": st, "padding": p, "what": self.name}  # type: ignore
-
-
-class _PoolOp(_PoolAttrs, UnaryOp):
-    def __init__(self, input: SSAValue | Operation, kernel: Sequence[int],
-                 stride: Sequence[int], padding: Sequence[int]):
-        ops = [SSAValue.get(input)]
-        rtype = self.result_type_for(ops, kernel=kernel, stride=stride, padding=padding,
-                                     what=self.name)
-        super().__init__(input, rtype, self.props(kernel, stride, padding))
-
-    @staticmethod
-    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
-        return pool_output_shape(shapes[0], attrs["kernel"], attrs["stride"],  # type: ignore
-                                 attrs["padding"], str(attrs.get("what", "pool")))  # type: ignore
-
-
-@irdl_op_definition
-class MaxPoolOp(_PoolOp):
-    """Max over windows (padding counts as -inf), NC* layout.
-
-    ``%y = frame.max_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>``
-    """
-
-    name = "frame.max_pool"
-
-
-@irdl_op_definition
-class AvgPoolOp(_PoolOp):
-    """Mean over windows, always dividing by the kernel size (padding counts as 0).
-
-    ``%y = frame.avg_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>``
-    """
-
-    name = "frame.avg_pool"
-
-
-@irdl_op_definition
-class MaxPoolGradOp(_PoolAttrs, FrameOp):
-    """d max_pool / d x: dy goes to the window positions that hold the window's max.
-
-    ``%dx = frame.max_pool_grad %x, %y, %dy {kernel = ..., stride = ..., padding = ...} : (...) -> tensor<1x1x4x4xf32>``
-    """
-
-    name = "frame.max_pool_grad"
-    x = operand_def(AnyF32Tensor)
-    y = operand_def(AnyF32Tensor)
-    dy = operand_def(AnyF32Tensor)
-    result = result_def(AnyF32Tensor)
-    assembly_format = "$x `,` $y `,` $dy attr-dict `:` functional-type(operands, results)"
-
-    def __init__(self, x: SSAValue | Operation, y: SSAValue | Operation,
-                 dy: SSAValue | Operation, kernel: Sequence[int], stride: Sequence[int],
-                 padding: Sequence[int]):
-        xv = SSAValue.get(x)
-        super().__init__(operands=[xv, SSAValue.get(y), SSAValue.get(dy)],
-                         result_types=[xv.type], properties=self.props(kernel, stride, padding))
-
-    @staticmethod
-    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
-        x, y, dy = shapes
-        expected = pool_output_shape(x, attrs["kernel"], attrs["stride"],  # type: ignore
-                                     attrs["padding"], "frame.max_pool_grad")  # type: ignore
-        if y != expected or dy != expected:
-            raise ShapeError(f"frame.max_pool_grad: y and dy expected {_fmt(expected)}, found "
-                             f"{_fmt(y)} and {_fmt(dy)}")
-        return x
-
-
-@irdl_op_definition
-class AvgPoolGradOp(_PoolAttrs, UnaryOp):
-    """d avg_pool / d x: each dy spread evenly over its window (result: x's shape).
-
-    ``%dx = frame.avg_pool_grad %dy {kernel = ..., stride = ..., padding = ...} : (tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32>``
-    """
-
-    name = "frame.avg_pool_grad"
-
-    def __init__(self, dy: SSAValue | Operation, result_type: Attribute, kernel: Sequence[int],
-                 stride: Sequence[int], padding: Sequence[int]):
-        super().__init__(dy, result_type, self.props(kernel, stride, padding))
-
-    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
-        target = static_shape(self.result)
-        if target is None:
-            raise ShapeError("frame.avg_pool_grad: the result type must be static")
-        k, st, p = self.pool_attrs()
-        expected = pool_output_shape(target, k, st, p, self.name)
-        if shapes[0] != expected:
-            raise ShapeError(f"frame.avg_pool_grad: dy expected {_fmt(expected)}, found "
-                             f"{_fmt(shapes[0])}")
-        return target
 
 
 def _scan_rule(shapes: Sequence[Shape], what: str) -> Shape:
@@ -1061,6 +865,29 @@ class SgdUpdateOp(BinaryOp):
 # The elementwise math family lives in its own file, with its VJP rules and lowerings
 # (imported here, once this module's base classes exist; `frame_mlir.dialects`
 # imports this module first, so the family is never imported on its own).
+from frame_mlir.dialects.frame_conv import OPS as _CONV_OPS  # noqa: E402
+from frame_mlir.dialects.frame_conv import (  # noqa: E402, F401
+    AvgPoolGradOp,
+    AvgPoolOp,
+    ConvGradInputOp,
+    ConvGradWeightOp,
+    ConvOp,
+    ConvTransposeOp,
+    GlobalAvgPoolOp,
+    GlobalMaxPoolOp,
+    MaxPoolGradOp,
+    MaxPoolOp,
+    conv_output_shape,
+    conv_transpose_output_shape,
+    pool_output_shape,
+)
+from frame_mlir.dialects.frame_loss import OPS as _LOSS_OPS  # noqa: E402
+from frame_mlir.dialects.frame_loss import (  # noqa: E402, F401
+    CrossEntropyGradOp,
+    CrossEntropyOp,
+    NllLossGradOp,
+    NllLossOp,
+)
 from frame_mlir.dialects.frame_math import (  # noqa: E402
     OPS as _MATH_OPS,
 )
@@ -1088,7 +915,27 @@ from frame_mlir.dialects.frame_movement import (  # noqa: E402, F401
     TransposeOp,
 )
 from frame_mlir.dialects.frame_norm import OPS as _NORM_OPS  # noqa: E402
-from frame_mlir.dialects.frame_norm import LayerNormGradOp, LayerNormOp  # noqa: E402, F401
+from frame_mlir.dialects.frame_norm import (  # noqa: E402, F401
+    BatchNormGradOp,
+    BatchNormInferenceGradOp,
+    BatchNormInferenceOp,
+    BatchNormOp,
+    BatchNormStatsOp,
+    LayerNormGradOp,
+    LayerNormOp,
+)
+from frame_mlir.dialects.frame_reduce import OPS as _REDUCE_OPS  # noqa: E402
+from frame_mlir.dialects.frame_reduce import (  # noqa: E402, F401
+    MaxGradOp,
+    MaximumGradOp,
+    MaximumOp,
+    MaxOp,
+    MeanOp,
+    MinimumGradOp,
+    MinimumOp,
+)
+from frame_mlir.dialects.frame_scan import OPS as _SCAN_OPS  # noqa: E402
+from frame_mlir.dialects.frame_scan import ScanOp  # noqa: E402, F401
 from frame_mlir.dialects.frame_softmax import (  # noqa: E402
     OPS as _SOFTMAX_OPS,
 )
@@ -1098,14 +945,26 @@ from frame_mlir.dialects.frame_softmax import (  # noqa: E402, F401
     SoftmaxGradOp,
     SoftmaxOp,
 )
+from frame_mlir.dialects.frame_spectral import OPS as _SPECTRAL_OPS  # noqa: E402
+from frame_mlir.dialects.frame_spectral import (  # noqa: E402, F401
+    IrfftGradOp,
+    IrfftOp,
+    RfftGradOp,
+    RfftOp,
+)
 
 Frame = Dialect(
     "frame",
     [
         *_MATH_OPS,
+        *_CONV_OPS,
         *_SOFTMAX_OPS,
         *_NORM_OPS,
         *_MOVEMENT_OPS,
+        *_REDUCE_OPS,
+        *_SPECTRAL_OPS,
+        *_LOSS_OPS,
+        *_SCAN_OPS,
         AddOp,
         SubOp,
         MulOp,
@@ -1114,17 +973,10 @@ Frame = Dialect(
         SigmoidOp,
         HeavisideSurrogateOp,
         HeavisideSurrogateGradOp,
-        ConvOp,
-        ConvGradInputOp,
-        ConvGradWeightOp,
         ScatterAddOp,
         GatherRowsOp,
         SelectiveScanOp,
         SelectiveScanGradOp,
-        MaxPoolOp,
-        AvgPoolOp,
-        MaxPoolGradOp,
-        AvgPoolGradOp,
         ReluOp,
         ReluGradOp,
         MatmulOp,

@@ -23,7 +23,12 @@ from xdsl.irdl import irdl_op_definition, prop_def
 from xdsl.utils.exceptions import VerifyException
 
 from frame_mlir.dialects import frame as _frame
-from frame_mlir.dialects.frame import ElementwiseBinaryOp, UnaryOp, _f32_text
+from frame_mlir.dialects.frame import (
+    BroadcastingBinaryOp,
+    ElementwiseBinaryOp,
+    UnaryOp,
+    _f32_text,
+)
 from frame_mlir.passes.linalg_utils import f32_const as _c
 
 
@@ -225,9 +230,10 @@ class ShiftOp(UnaryOp):
 
 
 @irdl_op_definition
-class DivOp(ElementwiseBinaryOp):
-    """Elementwise quotient (IEEE: x / 0 is +-inf or NaN, as torch).
-    ``%c = frame.div %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>``"""
+class DivOp(BroadcastingBinaryOp):
+    """Elementwise quotient, broadcasting (IEEE: x / 0 is +-inf or NaN, as torch).
+    ``%c = frame.div %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>``
+    ``%c = frame.div %a, %n : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>``"""
 
     name = "frame.div"
 
@@ -277,10 +283,14 @@ def _vjp_shift(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoi
 
 
 def _vjp_div(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
+    # Operands broadcast: each adjoint is summed over the dims its operand was
+    # broadcast along (`reduce_to`; nothing when it was not).
+    from frame_mlir.dialects.frame_reduce import reduce_to
     a, b = op.lhs, op.rhs  # d(a/b) = da / b - a db / b^2 (torch: -dy * a / (b * b))
-    da = emit(DivOp(dy, b)) if need[0] else None
-    db = emit(_frame.NegOp(emit(DivOp(emit(_frame.MulOp(dy, a)), emit(_frame.MulOp(b, b))))
-                           )) if need[1] else None
+    da = reduce_to(emit, emit(DivOp(dy, b)), a) if need[0] else None
+    db = reduce_to(emit, emit(_frame.NegOp(emit(DivOp(emit(_frame.MulOp(dy, a)),
+                                                      emit(_frame.MulOp(b, b)))))), b) \
+        if need[1] else None
     return [da, db]
 
 

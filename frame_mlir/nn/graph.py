@@ -31,6 +31,9 @@ class Graph:
         #: given element type, or int64 indices with None); the Python API's graphs
         #: hold them as hidden inputs.
         self.constant_fn: Callable[[np.ndarray, Attribute | None], SSAValue] | None = None
+        #: Functions the graph's ops call by name (frame.scan step functions); they go
+        #: into the module beside the graph's own function.
+        self.functions: dict[str, func.FuncOp] = {}
 
     @contextmanager
     def scope(self, name: str) -> Iterator[None]:
@@ -46,9 +49,10 @@ class Graph:
             self._scope.pop()
 
     def add_input(self, shape: Sequence[int], name: str | None = None,
-                  attrs: dict[str, Attribute] | None = None) -> SSAValue:
-        """Append a graph input of static f32 shape `shape`."""
-        arg = self.block.insert_arg(frame.tensor_type(shape), len(self.block.args))
+                  attrs: dict[str, Attribute] | None = None,
+                  elem: Attribute = builtin.f32) -> SSAValue:
+        """Append a graph input of static shape `shape` (f32 unless `elem` says)."""
+        arg = self.block.insert_arg(frame.tensor_type(shape, elem), len(self.block.args))
         if name:
             arg.name_hint = _ssa_name(name)
         self._arg_attrs.append(dict(attrs or {}))
@@ -69,6 +73,17 @@ class Graph:
             raise ValueError(f"graph '{self.name}' cannot hold a non-splat constant of "
                              f"shape {list(arr.shape)}")
         return self.constant_fn(arr, elem if arr.dtype.kind == "f" else None)
+
+    def add_function(self, fn: func.FuncOp) -> str:
+        """Keep `fn` for the module (renamed `<name>_<k>` if the name is taken); returns
+        its symbol."""
+        base = name = fn.sym_name.data
+        k = 1
+        while name in self.functions or name == self.name:
+            name, k = f"{base}_{k}", k + 1
+        fn.sym_name = builtin.StringAttr(name)
+        self.functions[name] = fn
+        return name
 
     def emit(self, op: Operation) -> SSAValue:
         """Append `op` and return its (single) result."""

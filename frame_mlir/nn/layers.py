@@ -11,19 +11,20 @@ Checks of the arguments that the sheet makes build-time errors raise ValueError 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.ir import SSAValue
 
 from frame_mlir.dialects import frame
 from frame_mlir.nn.graph import Graph
-from frame_mlir.nn.init import Inline
+from frame_mlir.nn.init import Inline, UniformSeeded
 from frame_mlir.nn.module import Conv, Linear, Module, ParamSpec
 
-__all__ = ["AFF", "LSTM", "Dwt1d", "Dwt2d", "GraphConv", "HypergraphConv", "LIFCell",
-           "LayerNorm", "Mamba", "MultiheadAttention", "SnnClassifier",
-           "TransformerEncoderBlock", "WAVELETS"]
+__all__ = ["AFF", "LSTM", "Dwt1d", "Dwt2d", "Fno1dBlock", "FourierFilter1d", "FourierMamba",
+           "GraphConv", "HypergraphConv", "LIFCell", "LayerNorm", "Mamba",
+           "MultiheadAttention", "SnnClassifier", "SpectralConv1d", "TransformerEncoderBlock",
+           "WAVELETS"]
 
 
 # --- small builders -------------------------------------------------------------------
@@ -32,19 +33,6 @@ __all__ = ["AFF", "LSTM", "Dwt1d", "Dwt2d", "GraphConv", "HypergraphConv", "LIFC
 def reshape(g: Graph, x: SSAValue, shape: Sequence[int]) -> SSAValue:
     """Row-major reshape keeping x's element type."""
     return g.emit(frame.ReshapeOp(x, frame.tensor_type(shape, frame.element_type(x))))
-
-
-def _step(g: Graph, x: SSAValue, t: int) -> SSAValue:
-    """x[:, t] of a [B, T, F] tensor, as [B, F]."""
-    b, _, f = frame.static_shape(x) or ()
-    return reshape(g, g.emit(frame.SliceOp(x, 1, t, t + 1)), (b, f))
-
-
-def _stack(g: Graph, steps: Sequence[SSAValue]) -> SSAValue:
-    """[B, F] values stacked along a new axis 1: [B, T, F]."""
-    b, f = frame.static_shape(steps[0]) or ()
-    parts = [reshape(g, s, (b, 1, f)) for s in steps]
-    return parts[0] if len(parts) == 1 else g.emit(frame.ConcatOp(parts, 1))
 
 
 def _columns(g: Graph, x: SSAValue, i: int, width: int) -> SSAValue:
@@ -222,14 +210,68 @@ def _check_channels(what: str, x: SSAValue, channels: int, rank: int) -> None:
 # --- recurrences --------------------------------------------------------------------------
 
 
+def _scan(g: Graph, step_name: str, init_shape: Sequence[int], sequences: Sequence[SSAValue],
+          invariants: Sequence[SSAValue],
+          body: Callable[[Graph, SSAValue, list[SSAValue], list[SSAValue]], SSAValue]
+          ) -> SSAValue:
+    """`frame.scan` from a zero carry of `init_shape` over time-major `sequences`
+    ([T, ...]): `body(step_graph, carry, rows, invariants)` builds one step, kept as the
+    step function `@<step_name>` of the module. Returns the stacked carries."""
+    elem = frame.element_type(sequences[0])
+    sg = Graph(step_name)
+    carry = sg.add_input(init_shape, "carry", elem=elem)
+    rows = [sg.add_input((frame.static_shape(s) or ())[1:], f"row{i}", elem=elem)
+            for i, s in enumerate(sequences)]
+    invs = [sg.add_input(frame.static_shape(v) or (), f"inv{i}", elem=elem)
+            for i, v in enumerate(invariants)]
+    with sg.scope(g._scope[-1] if g._scope else step_name):
+        out = body(sg, carry, rows, invs)
+    name = g.add_function(sg.finish([out]))
+    init = g.emit(frame.ConstantOp(0.0, result_type=frame.tensor_type(init_shape, elem)))
+    length = (frame.static_shape(sequences[0]) or ())[0]
+    return g.emit(frame.ScanOp(name, init, sequences, invariants, length))
+
+
+def _part(g: Graph, packed: SSAValue, i: int) -> SSAValue:
+    """State i of a carry that stacks states along axis 0."""
+    shape = frame.static_shape(packed) or ()
+    return reshape(g, g.emit(frame.SliceOp(packed, 0, i, i + 1)), shape[1:])
+
+
+def _pack(g: Graph, states: Sequence[SSAValue]) -> SSAValue:
+    """States of one shape stacked along a new axis 0 (a carry)."""
+    shape = frame.static_shape(states[0]) or ()
+    return g.emit(frame.ConcatOp([reshape(g, s, (1, *shape)) for s in states], 0))
+
+
+def _time_major(g: Graph, x: SSAValue) -> SSAValue:
+    """[B, T, ...] -> [T, B, ...]."""
+    rank = len(frame.static_shape(x) or ())
+    return g.emit(frame.TransposeOp(x, (1, 0, *range(2, rank))))
+
+
 def LSTM(name: str, batch: int, num_steps: int, input_dim: int, hidden_dim: int) -> Module:
     """One LSTM layer over x [B, T, In] from h = c = 0, returning h_T [B, H]:
     z = x_t W_ih + h W_hh + bias; gates i, f, g, o (σ, σ, tanh, σ) are z's column
-    blocks; c = f c + i g; h = o tanh(c). x W_ih is one GEMM for all steps."""
+    blocks; c = f c + i g; h = o tanh(c). x W_ih is one GEMM for all steps; the steps
+    are a `frame.scan` whose carry stacks (h, c), so the IR does not grow with T."""
     hd = hidden_dim
-    params = (ParamSpec("W_ih", (input_dim, 4 * hd), Inline((0.0,) * (input_dim * 4 * hd))),
-              ParamSpec("W_hh", (hd, 4 * hd), Inline((0.0,) * (hd * 4 * hd))),
-              ParamSpec("bias", (batch, 4 * hd), Inline((0.0,) * (batch * 4 * hd))))
+    params = (ParamSpec("W_ih", (input_dim, 4 * hd), UniformSeeded(-0.1, 0.1)),
+              ParamSpec("W_hh", (hd, 4 * hd), UniformSeeded(-0.1, 0.1)),
+              ParamSpec("bias", (batch, 4 * hd), UniformSeeded(0.0, 0.1)))
+
+    def step(g: Graph, carry: SSAValue, rows: list[SSAValue], invs: list[SSAValue]
+             ) -> SSAValue:
+        h, c = _part(g, carry, 0), _part(g, carry, 1)
+        w_hh, bias = invs
+        z = g.emit(frame.AddOp(g.emit(frame.AddOp(rows[0], g.emit(frame.MatmulOp(h, w_hh)))),
+                               bias))
+        i, f, gg, o = (_columns(g, z, k, hd) for k in range(4))
+        i, f, o = (g.emit(frame.SigmoidOp(v)) for v in (i, f, o))
+        ig = g.emit(frame.MulOp(i, g.emit(frame.TanhOp(gg))))
+        c = g.emit(frame.AddOp(g.emit(frame.MulOp(f, c)), ig))
+        h = g.emit(frame.MulOp(o, g.emit(frame.TanhOp(c))))
+        return _pack(g, [h, c])
 
     def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
         _inputs(f"LSTM '{name}'", inputs, 1)
@@ -237,19 +279,10 @@ def LSTM(name: str, batch: int, num_steps: int, input_dim: int, hidden_dim: int)
         w_ih, w_hh, bias = ps
         flat = reshape(g, x, (batch * num_steps, input_dim))
         xw = reshape(g, g.emit(frame.MatmulOp(flat, w_ih)), (batch, num_steps, 4 * hd))
-        h = c = None
-        for t in range(num_steps):
-            z = _step(g, xw, t)
-            if h is not None:  # h0 = 0 contributes nothing at t = 0
-                z = g.emit(frame.AddOp(z, g.emit(frame.MatmulOp(h, w_hh))))
-            z = g.emit(frame.AddOp(z, bias))
-            i, f, gg, o = (_columns(g, z, k, hd) for k in range(4))
-            i, f, o = (g.emit(frame.SigmoidOp(v)) for v in (i, f, o))
-            ig = g.emit(frame.MulOp(i, g.emit(frame.TanhOp(gg))))
-            c = ig if c is None else g.emit(frame.AddOp(g.emit(frame.MulOp(f, c)), ig))
-            h = g.emit(frame.MulOp(o, g.emit(frame.TanhOp(c))))
-        assert h is not None
-        return [h]
+        states = _scan(g, f"{name}_step", (2, batch, hd), [_time_major(g, xw)],
+                       [w_hh, bias], step)
+        last = g.emit(frame.SliceOp(states, 0, num_steps - 1, num_steps))  # [1, 2, B, H]
+        return [reshape(g, g.emit(frame.SliceOp(last, 1, 0, 1)), (batch, hd))]
 
     return Module(name, params, (), build)
 
@@ -258,21 +291,25 @@ def LIFCell(name: str, batch: int, num_steps: int, features: int, decay: float,
             threshold: float, alpha: float) -> Module:
     """Leaky integrate-and-fire over x [B, T, F] from v = 0: v_pre = decay v + x_t;
     spike = heaviside_surrogate(v_pre + (-threshold); alpha); v = v_pre (1 - spike).
-    Returns the spikes [B, T, F]."""
+    Returns the spikes [B, T, F]. The steps are a `frame.scan` whose carry stacks
+    (v, spike)."""
+    def step(g: Graph, carry: SSAValue, rows: list[SSAValue], invs: list[SSAValue]
+             ) -> SSAValue:
+        v = _part(g, carry, 0)
+        v_pre = g.emit(frame.AddOp(g.emit(frame.ScaleOp(v, decay)), rows[0]))
+        spike = g.emit(frame.HeavisideSurrogateOp(g.emit(frame.ShiftOp(v_pre, -threshold)),
+                                                  alpha))
+        v = g.emit(frame.MulOp(v_pre, g.emit(frame.SubOp(_ones_like(g, spike), spike))))
+        return _pack(g, [v, spike])
+
     def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
         _inputs(f"LIFCell '{name}'", inputs, 1)
         x = inputs[0]
-        v = None
-        spikes = []
-        for t in range(num_steps):
-            xt = _step(g, x, t)
-            v_pre = xt if v is None else g.emit(frame.AddOp(g.emit(frame.ScaleOp(v, decay)), xt))
-            spike = g.emit(frame.HeavisideSurrogateOp(g.emit(frame.ShiftOp(v_pre, -threshold)),
-                                                      alpha))
-            spikes.append(spike)
-            if t + 1 < num_steps:
-                v = g.emit(frame.MulOp(v_pre, g.emit(frame.SubOp(_ones_like(g, spike), spike))))
-        return [_stack(g, spikes)]
+        states = _scan(g, f"{name}_step", (2, batch, features), [_time_major(g, x)], [],
+                       step)
+        spikes = reshape(g, g.emit(frame.SliceOp(states, 1, 1, 2)),
+                         (num_steps, batch, features))
+        return [_time_major(g, spikes)]
 
     return Module(name, (), (), build)
 
@@ -329,6 +366,112 @@ def Mamba(name: str, batch: int, channels: int, steps: int, kernel_size: int) ->
                 for (m, p), (_, act) in zip(proj, MAMBA_PROJECTIONS, strict=True)]
         s = g.emit(frame.MulOp(g.emit(frame.SelectiveScanOp(*acts[:5])), acts[5]))
         return [channels_of(out[0].build(g, [rows_of(s)], out[1])[0])]
+
+    mod = Module(name, (), kids, build)
+    return mod
+
+
+def FourierMamba(name: str, batch: int, channels: int, steps: int, kernel_size: int
+                 ) -> Module:
+    """tanh(mamba(x) + fourier(x)) on [B, C, L]: children `mamba` (Mamba) and `fourier`
+    (FourierFilter1d over the L steps)."""
+    kids = (Mamba("mamba", batch, channels, steps, kernel_size),
+            FourierFilter1d("fourier", batch, channels, steps))
+
+    def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
+        _inputs(f"FourierMamba '{name}'", inputs, 1)
+        (m, pm), (f, pf) = zip(mod.children, mod.child_param_slices(ps), strict=True)
+        total = g.emit(frame.AddOp(m.build(g, inputs, pm)[0], f.build(g, inputs, pf)[0]))
+        return [g.emit(frame.TanhOp(total))]
+
+    mod = Module(name, (), kids, build)
+    return mod
+
+
+# --- spectral layers ----------------------------------------------------------------------
+
+
+def _re_im(g: Graph, z: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """The real and imaginary parts of a [..., 2] spectrum, each [..., 1]."""
+    last = len(frame.static_shape(z) or ()) - 1
+    return g.emit(frame.SliceOp(z, last, 0, 1)), g.emit(frame.SliceOp(z, last, 1, 2))
+
+
+def _complex_mul(g: Graph, ar: SSAValue, ai: SSAValue, br: SSAValue, bi: SSAValue,
+                 product: type = frame.MulOp) -> tuple[SSAValue, SSAValue]:
+    """(ar + i ai)(br + i bi) with `product` the real product (mul or matmul)."""
+    def p(x: SSAValue, y: SSAValue) -> SSAValue:
+        return g.emit(product(x, y))
+    return (g.emit(frame.SubOp(p(ar, br), p(ai, bi))),
+            g.emit(frame.AddOp(p(ar, bi), p(ai, br))))
+
+
+def SpectralConv1d(name: str, batch: int, in_channels: int, out_channels: int, n: int,
+                   modes: int) -> Module:
+    """The Fourier layer of an FNO on [B, Cin, n]: X = rfft(x); for mode j < modes,
+    Y[:, :, j] = X[:, :, j] @ (W_re + i W_im)[:, j*Cout:(j+1)*Cout]; higher modes 0;
+    irfft(Y, n). The modes are one batched complex matmul ([modes, B, Cin] @
+    [modes, Cin, Cout])."""
+    params = tuple(ParamSpec(w, (in_channels, modes * out_channels), UniformSeeded(-0.1, 0.1))
+                   for w in ("W_re", "W_im"))
+
+    def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
+        _inputs(f"SpectralConv1d '{name}'", inputs, 1)
+        bins = n // 2 + 1
+        if not 1 <= modes <= bins:
+            raise ValueError(f"SpectralConv1d '{name}': modes expected in [1, {bins}] "
+                             f"(n // 2 + 1 for n = {n}), found {modes}")
+        x = inputs[0]
+        if frame.static_shape(x) != (batch, in_channels, n):
+            raise ValueError(f"SpectralConv1d '{name}': input expected [{batch}, "
+                             f"{in_channels}, {n}], found {list(frame.static_shape(x) or ())}")
+        spec = g.emit(frame.SliceOp(g.emit(frame.RfftOp(x)), 2, 0, modes))
+        xr, xi = (g.emit(frame.TransposeOp(reshape(g, v, (batch, in_channels, modes)),
+                                           (2, 0, 1))) for v in _re_im(g, spec))
+        wr, wi = (g.emit(frame.TransposeOp(reshape(g, w, (in_channels, modes, out_channels)),
+                                           (1, 0, 2))) for w in ps)
+        yr, yi = _complex_mul(g, xr, xi, wr, wi, frame.MatmulOp)  # [modes, B, Cout]
+        parts = [reshape(g, g.emit(frame.TransposeOp(v, (1, 2, 0))),
+                         (batch, out_channels, modes, 1)) for v in (yr, yi)]
+        y = g.emit(frame.PadOp(g.emit(frame.ConcatOp(parts, 3)), [0, 0, 0, 0],
+                               [0, 0, bins - modes, 0]))
+        return [g.emit(frame.IrfftOp(y, n))]
+
+    return Module(name, params, (), build)
+
+
+def FourierFilter1d(name: str, batch: int, channels: int, n: int) -> Module:
+    """irfft(w ⊙ rfft(x), n) on [B, C, n], one complex filter per sample and channel:
+    w_re, w_im [B, C, n//2+1, 1]."""
+    bins = n // 2 + 1
+    params = tuple(ParamSpec(w, (batch, channels, bins, 1), UniformSeeded(-0.1, 0.1))
+                   for w in ("w_re", "w_im"))
+
+    def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
+        _inputs(f"FourierFilter1d '{name}'", inputs, 1)
+        x = inputs[0]
+        if frame.static_shape(x) != (batch, channels, n):
+            raise ValueError(f"FourierFilter1d '{name}': input expected [{batch}, "
+                             f"{channels}, {n}], found {list(frame.static_shape(x) or ())}")
+        xr, xi = _re_im(g, g.emit(frame.RfftOp(x)))
+        yr, yi = _complex_mul(g, ps[0], ps[1], xr, xi)
+        return [g.emit(frame.IrfftOp(g.emit(frame.ConcatOp([yr, yi], 3)), n))]
+
+    return Module(name, params, (), build)
+
+
+def Fno1dBlock(name: str, batch: int, in_channels: int, out_channels: int, n: int,
+               modes: int) -> Module:
+    """tanh(spectral(x) + bypass(x)) on [B, Cin, n]: children `spectral`
+    (SpectralConv1d) and `bypass` (a kernel-1 Conv1d with bias)."""
+    kids = (SpectralConv1d("spectral", batch, in_channels, out_channels, n, modes),
+            Conv("bypass", in_channels, out_channels, [1], [1], [0], 1, True))
+
+    def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
+        _inputs(f"Fno1dBlock '{name}'", inputs, 1)
+        (sp, p_sp), (by, p_by) = zip(mod.children, mod.child_param_slices(ps), strict=True)
+        total = g.emit(frame.AddOp(sp.build(g, inputs, p_sp)[0], by.build(g, inputs, p_by)[0]))
+        return [g.emit(frame.TanhOp(total))]
 
     mod = Module(name, (), kids, build)
     return mod

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IndexType,
@@ -23,6 +24,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.utils.exceptions import PassFailedException
 
+from frame_mlir.passes.arith_expand_bf16 import bf16_round_bits
 from frame_mlir.passes.llvm_common import (
     cast_back,
     erase_dead_casts,
@@ -147,6 +149,34 @@ def _cast(llvm_cls: type[Operation]) -> Rule:
     return rule
 
 
+def _is_bf16(typ: Attribute) -> bool:
+    return isinstance(typ.element_type if isinstance(typ, VectorType) else typ, BFloat16Type)
+
+
+def _float_resize(llvm_cls: type[Operation]) -> Rule:
+    """extf / truncf; a bf16 side has no LLVM type here (it is an i16)."""
+    cast = _cast(llvm_cls)
+
+    def rule(op: Operation, rewriter: PatternRewriter) -> None:
+        if any(_is_bf16(v.type) for v in (*op.operands, *op.results)):
+            raise PassFailedException(
+                f"convert-arith-to-llvm: {op.name} to or from bf16 needs arith-expand-bf16 "
+                "first (bf16 is stored as i16: llvmlite has no bfloat type)")
+        cast(op, rewriter)
+
+    return rule
+
+
+def _lower_bitcast(op: Operation, rewriter: PatternRewriter) -> None:
+    (src,) = to_llvm_all(rewriter, op.operands)
+    target = llvm_type(op.results[0].type)
+    if src.type == target:  # bf16 <-> i16: the same LLVM type
+        _replace(rewriter, op, [], src)
+        return
+    new = llvm.BitcastOp(src, target)
+    _replace(rewriter, op, [new], new.results[0])
+
+
 # ---------------------------------------------------------------------------------------
 # Rules that need more than one pattern.
 
@@ -169,6 +199,9 @@ def _lower_constant(op: Operation, rewriter: PatternRewriter) -> None:
     if isinstance(value, IntegerAttr):
         assert isinstance(typ, IntegerType)
         attr: Attribute = IntegerAttr(value.value.data, typ)
+    elif isinstance(value, FloatAttr) and isinstance(value.type, BFloat16Type):
+        bits = bf16_round_bits(float(value.value.data))  # an i16 holds the bits
+        attr = IntegerAttr(bits - 0x10000 if bits >= 0x8000 else bits, typ)
     elif isinstance(value, FloatAttr):
         attr = value
     elif isinstance(value, DenseIntOrFPElementsAttr) and not isinstance(
@@ -270,9 +303,9 @@ ARITH_TO_LLVM: dict[type[Operation], Rule] = {
     arith.TruncIOp: _int_resize(llvm.TruncOp),
     arith.SIToFPOp: _cast(llvm.SIToFPOp),
     arith.UIToFPOp: _lower_uitofp,
-    arith.ExtFOp: _cast(llvm.FPExtOp),
-    arith.TruncFOp: _cast(llvm.FPTruncOp),
-    arith.BitcastOp: _cast(llvm.BitcastOp),
+    arith.ExtFOp: _float_resize(llvm.FPExtOp),
+    arith.TruncFOp: _float_resize(llvm.FPTruncOp),
+    arith.BitcastOp: _lower_bitcast,
 }
 """Lowering rule per arith op. Ops without a rule (fptosi/fptoui: xDSL's llvm dialect
 has no such op; ceildiv/floordiv) are left in place for the legality check to report."""

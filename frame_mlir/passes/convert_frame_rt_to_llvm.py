@@ -1,7 +1,9 @@
-"""convert-frame-rt-to-llvm: `frame_rt.parallel_for` -> a call of the runtime's thread pool.
+"""convert-frame-rt-to-llvm: `frame_rt.parallel_for` -> a call of the runtime's thread pool,
+`frame_rt.row` -> a GEP.
 
 Expects: `frame_rt.parallel_for` ops (frame-parallelize) whose task is a `func.func`
-not yet lowered; runs first in the loops -> llvm pipeline (every operand is bridged to
+not yet lowered, `frame_rt.row` ops (frame-lower-scan), no `frame_rt.scan` (lowered
+by frame-lower-scan); runs first in the loops -> llvm pipeline (every operand is bridged to
 its LLVM type by `builtin.unrealized_conversion_cast`, which reconcile-unrealized-casts
 removes once the other dialects are converted).
 
@@ -18,6 +20,10 @@ this one C signature, `void (void *ctx, int64_t lo, int64_t hi)`. The runtime
 (`frame_mlir/backend/llvm/parallel_runtime.py`) is declared, not defined: the JIT
 resolves `frame_rt_parallel_for` to the one pool of the process.
 
+`frame_rt.row %buf[%t]` of a `[d0, d1, ...]` buffer is `getelementptr inbounds` on the
+element type by `t * (d1 * ...)` (`nsw nuw`: an in-bounds row index), the row's
+first element: with the bare-pointer ABI that is the row.
+
 Guarantees: no `frame_rt` op remains; the call returns only once every chunk is done,
 so the kernel's callers see the same memory effects as with the sequential loop.
 """
@@ -33,6 +39,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     ModuleOp,
     UnrealizedConversionCastOp,
     i64,
@@ -42,7 +49,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
-from frame_mlir.dialects.frame_rt import ParallelForOp
+from frame_mlir.dialects.frame_rt import ParallelForOp, RowOp, ScanOp
 from frame_mlir.passes.common import fail
 from frame_mlir.passes.llvm_common import llvm_type
 
@@ -185,9 +192,29 @@ def _lower(module: ModuleOp, op: ParallelForOp) -> None:
     Rewriter.erase_op(op)
 
 
+def _lower_row(op: RowOp) -> None:
+    """`frame_rt.row %buf[%t]` -> GEP inbounds by `t * row elements` on the element."""
+    ops: list[Operation] = []
+    base = _cast(ops, op.source, llvm.LLVMPointerType())
+    index = _cast(ops, op.index, i64)
+    stride = op.row_elements()
+    if stride != 1:
+        ops.append(const := llvm.ConstantOp(IntegerAttr(stride, i64), i64))
+        ops.append(mul := llvm.MulOp(index, const.result, overflow=llvm.OverflowAttr(
+            [llvm.OverflowFlag.NO_SIGNED_WRAP, llvm.OverflowFlag.NO_UNSIGNED_WRAP])))
+        index = mul.res
+    typ = op.source.type
+    assert isinstance(typ, MemRefType)
+    ops.append(gep := llvm.GEPOp.from_mixed_indices(base, [index], llvm_type(typ.element_type),
+                                                    inbounds=True))
+    row = _cast(ops, gep.result, op.result.type)
+    Rewriter.replace_op(op, ops, [row])
+
+
 @dataclass(frozen=True)
 class ConvertFrameRtToLLVMPass(ModulePass):
-    """Lower `frame_rt.parallel_for` to a runtime call (or an inline call, 1 thread)."""
+    """Lower `frame_rt.parallel_for` to a runtime call (or an inline call, 1 thread),
+    and `frame_rt.row` to a GEP."""
 
     name = "convert-frame-rt-to-llvm"
 
@@ -195,4 +222,9 @@ class ConvertFrameRtToLLVMPass(ModulePass):
         for inner in list(op.walk()):
             if isinstance(inner, ParallelForOp):
                 _lower(op, inner)
+            elif isinstance(inner, RowOp):
+                _lower_row(inner)
+            elif isinstance(inner, ScanOp):
+                raise fail(self.name, inner, "expected no frame_rt.scan (run "
+                           "frame-lower-scan first)")
 

@@ -10,7 +10,9 @@ innermost loop walks rows of B and C contiguously and vectorizes, and a row of C
 can stay in registers across the whole k loop.
 `frame.sgd_update` takes the parameter itself as its destination, so after
 bufferization the update is written in place.
-Guarantees: no frame ops remain; values are tensors.
+`frame.scan` is left as it is (its step is a function, lowered like any other):
+frame-bufferize and frame-lower-scan lower it.
+Guarantees: no frame ops remain but `frame.scan`; values are tensors.
 """
 
 from __future__ import annotations
@@ -35,10 +37,24 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from frame_mlir.dialects import frame, frame_math, frame_movement, frame_norm, frame_softmax
+from frame_mlir.dialects import (
+    frame,
+    frame_conv,
+    frame_loss,
+    frame_math,
+    frame_movement,
+    frame_norm,
+    frame_reduce,
+    frame_scan,
+    frame_softmax,
+    frame_spectral,
+)
 from frame_mlir.passes.common import fail, provenance
-from frame_mlir.passes.linalg_utils import PAR, RED, BodyFn, dims_map, identity_map, max_takes
+from frame_mlir.passes.linalg_utils import PAR, RED, BodyFn, dims_map, identity_map
 from frame_mlir.passes.linalg_utils import f32_const as _f32
+
+#: Storage-only float types: widened to f32 where read, rounded where written.
+HALF_TYPES = (builtin.f16, builtin.bf16)
 
 
 class Lowerer:
@@ -69,9 +85,9 @@ class Lowerer:
         elems = [frame.element_type(v) for v in (*inputs, init)]
         block = Block(arg_types=elems)
         b = Builder(InsertPoint.at_end(block))
-        # Half-precision storage, f32 arithmetic: widen what is loaded, round what is
-        # stored (the rounding happens once per op, at its boundary).
-        args = [b.insert(arith.ExtFOp(a, f32)).result if a.type == builtin.f16 else a
+        # 16-bit storage (f16, bf16), f32 arithmetic: widen what is loaded, round what
+        # is stored (the rounding happens once per op, at its boundary).
+        args = [b.insert(arith.ExtFOp(a, f32)).result if a.type in HALF_TYPES else a
                 for a in block.args]
         result = body(b, args)
         if elems[-1] != f32:
@@ -105,11 +121,23 @@ class Lowerer:
 
     def elementwise(self, inputs: Sequence[SSAValue], typ: TensorType, body: BodyFn,
                     init: SSAValue | None = None) -> SSAValue:
+        """One parallel loop per dim of `typ`; an input of another shape is broadcast
+        to it as numpy does (`broadcast_map`; a 0-d input is read at every element)."""
         rank = typ.get_num_dims()
-        scalar_maps = [dims_map(rank, []) if frame.static_shape(v) == () and rank else identity_map(rank)
-                       for v in inputs]
+        shape = tuple(typ.get_shape())
+        maps = [broadcast_map(frame.static_shape(v) or (), shape) for v in inputs]
         return self.generic(inputs, init if init is not None else self.empty(typ),
-                            [*scalar_maps, identity_map(rank)], [PAR] * rank, body)
+                            [*maps, identity_map(rank)], [PAR] * rank, body)
+
+
+def broadcast_map(operand: Sequence[int], result: Sequence[int]) -> AffineMapAttr:
+    """How a loop nest over `result` reads an `operand` broadcast to it: without the
+    leading dims it lacks, with constant 0 in the size-1 dims it stretches; the
+    identity when it is not broadcast."""
+    rank, lead = len(result), len(result) - len(operand)
+    exprs = [AffineExpr.constant(0) if operand[i] == 1 and result[i + lead] != 1
+             else AffineExpr.dimension(i + lead) for i in range(len(operand))]
+    return AffineMapAttr(AffineMap(rank, 0, tuple(exprs)))
 
 
 def _result_type(op: Operation) -> TensorType:
@@ -285,22 +313,34 @@ def _flat_index_map(shape: Sequence[int], block: int) -> AffineMapAttr:
     return AffineMapAttr(AffineMap(2, 0, tuple(results)))
 
 
+def sum_axes(lw: Lowerer, x: SSAValue, axes: Sequence[int]) -> SSAValue:
+    """The sum of `x` over `axes`: an f32 tensor over the other dims (frame.sum's and
+    frame.mean's accumulator): blocked when a large full reduction, per column when
+    the last dim is summed with others (`_column_sum`), else one running sum."""
+    shape = frame.static_shape(x) or ()
+    rank = len(shape)
+    kept = [d for d in range(rank) if d not in axes]
+    if not kept:  # a full reduction: blocked when large, like the mse loss
+        return _sum_into(lw, [x], _accumulate)
+    if rank - 1 in axes and len(axes) > 1 and shape[-1] >= COLUMN_SUM_MIN:
+        return _column_sum(lw, x, kept, axes)
+    init = lw.filled(frame.tensor_type([shape[d] for d in kept]), 0.0)
+    return lw.generic([x], init, [identity_map(rank), dims_map(rank, kept)],
+                      [RED if d in axes else PAR for d in range(rank)], _accumulate)
+
+
 def _sum(lw: Lowerer, op: Operation) -> SSAValue:
     assert isinstance(op, frame.SumOp)
     rank = len(frame.static_shape(op.input) or ())
     axes = op.reduced_axes(rank)
+    total = sum_axes(lw, op.input, axes)
+    typ = _result_type(op)
+    if op.keepdims is None:
+        return _round_to(lw, total, typ)
+    # keepdims: the same elements with size-1 dims at the reduced axes.
     kept = [d for d in range(rank) if d not in axes]
-    if not kept:  # a full reduction: blocked when large, like the mse loss
-        total = _sum_into(lw, [op.input], _accumulate)
-        return _round_to(lw, total, _result_type(op))
-    shape = frame.static_shape(op.input) or ()
-    if rank - 1 in axes and len(axes) > 1 and shape[-1] >= COLUMN_SUM_MIN:
-        return _round_to(lw, _column_sum(lw, op.input, kept, axes), _result_type(op))
-    init = lw.filled(_accumulator_type(_result_type(op)), 0.0)
-    total = lw.generic([op.input], init, [identity_map(rank), dims_map(rank, kept)],
-                       [RED if d in axes else PAR for d in range(rank)],
-                       _accumulate)
-    return _round_to(lw, total, _result_type(op))
+    return lw.generic([total], lw.empty(typ), [dims_map(rank, kept), identity_map(rank)],
+                      [PAR] * rank, lambda b, a: a[0])
 
 
 #: A partial sum over the last (contiguous) dim and others, whose last dim is at least
@@ -423,317 +463,6 @@ def _heaviside_grad(lw: Lowerer, op: Operation) -> SSAValue:
         slope = b.insert(arith.MulfOp(b.insert(arith.MulfOp(al, sig)).result, one_minus))
         return b.insert(arith.MulfOp(a[1], slope.result)).result
     return lw.elementwise(op.operands, _result_type(op), body)
-
-
-def _padded_shape(shape: Sequence[int], padding: Sequence[int]) -> tuple[int, ...]:
-    """[N, C, *S] with `padding` added on both sides of each spatial dim."""
-    return (*shape[:2], *(s + 2 * p for s, p in zip(shape[2:], padding, strict=True)))
-
-
-def _pad(lw: Lowerer, x: SSAValue, padding: Sequence[int], value: float = 0.0) -> SSAValue:
-    """`x` [N, C, *S] padded with `value` by `padding` on both sides of each spatial dim."""
-    if not any(padding):
-        return x
-    shape = frame.static_shape(x) or ()
-    rank = len(shape)
-    padded = _padded_shape(shape, padding)
-    init = lw.filled(TensorType(frame.element_type(x), padded), value)
-    dims = [AffineExpr.dimension(d) for d in range(rank)]
-    out = AffineMapAttr(AffineMap(rank, 0, (*dims[:2], *(d + p for d, p in zip(
-        dims[2:], padding, strict=True)))))
-    return lw.generic([x], init, [identity_map(rank), out], [PAR] * rank, lambda b, a: a[0])
-
-
-def _conv_maps(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequence[int],
-               groups: int) -> tuple[int, AffineMapAttr, AffineMapAttr, AffineMapAttr,
-                                     list[linalg_attrs.IteratorTypeAttr]]:
-    """Iteration space (n, o, c, *k, *out) of a conv and the maps of its padded input,
-    weight and output."""
-    nsp = len(x_shape) - 2
-    ndims = 3 + 2 * nsp
-    d = [AffineExpr.dimension(i) for i in range(ndims)]
-    n, o, c, ks, outs = d[0], d[1], d[2], d[3:3 + nsp], d[3 + nsp:]
-    cout_per_group, cin_per_group = w_shape[0] // groups, w_shape[1]
-    chan = c if groups == 1 else (o // cout_per_group) * cin_per_group + c
-    x_map = AffineMapAttr(AffineMap(ndims, 0, (n, chan, *(out * st + k for out, st, k in zip(
-        outs, stride, ks, strict=True)))))
-    w_map = AffineMapAttr(AffineMap(ndims, 0, (o, c, *ks)))
-    y_map = AffineMapAttr(AffineMap(ndims, 0, (n, o, *outs)))
-    its = [PAR, PAR, RED, *[RED] * nsp, *[PAR] * nsp]
-    return ndims, x_map, w_map, y_map, its
-
-
-def _conv(lw: Lowerer, op: Operation) -> SSAValue:
-    assert isinstance(op, frame.ConvOp)
-    st, pad, groups = op.conv_attrs()
-    xp = _pad(lw, op.lhs, pad)
-    _, x_map, w_map, y_map, its = _conv_maps(frame.static_shape(xp) or (),
-                                             frame.static_shape(op.rhs) or (), st, groups)
-    init = lw.filled(_accumulator_type(_result_type(op)), 0.0)
-    y = lw.generic([xp, op.rhs], init, [x_map, w_map, y_map], its, _mac)
-    return _round_to(lw, y, _result_type(op))
-
-
-def _conv_grad_input(lw: Lowerer, op: Operation) -> SSAValue:
-    """The input gradient as a GEMM and a col2im: `dcol[n, c, *k, *out] = sum_o
-    w[o, c, *k] * dy[n, o, *out]` (a contraction `frame-gemm` blocks: rows (c, *k) of
-    the weight, columns the output positions, no gathers), then each column entry is
-    added into the padded input gradient at `out * stride + k`, in (k, out) order, and
-    cropped. Grouped convolutions keep the direct scatter (`_conv_grad_input_scatter`)."""
-    assert isinstance(op, frame.ConvGradInputOp)
-    st, pad, groups = op.conv_attrs()
-    if groups != 1:
-        return _conv_grad_input_scatter(lw, op)
-    typ = _result_type(op)
-    shape = tuple(typ.get_shape())
-    w_shape = frame.static_shape(op.rhs) or ()
-    dy_shape = frame.static_shape(op.lhs) or ()
-    nsp = len(shape) - 2
-    ks, outs = w_shape[2:], dy_shape[2:]
-    # (n, c, *k, *out, o): dcol[n, c, *k, *out] += w[o, c, *k] * dy[n, o, *out]
-    ndims = 3 + 2 * nsp
-    e = [AffineExpr.dimension(i) for i in range(ndims)]
-    n, c, kk, oo, o = e[0], e[1], e[2:2 + nsp], e[2 + nsp:2 + 2 * nsp], e[-1]
-    w_map = AffineMapAttr(AffineMap(ndims, 0, (o, c, *kk)))
-    dy_map = AffineMapAttr(AffineMap(ndims, 0, (n, o, *oo)))
-    col_map = AffineMapAttr(AffineMap(ndims, 0, (n, c, *kk, *oo)))
-    col_type = TensorType(f32, [shape[0], shape[1], *ks, *outs])
-    dcol = lw.generic([op.rhs, op.lhs], lw.filled(col_type, 0.0), [w_map, dy_map, col_map],
-                      [*[PAR] * (ndims - 1), RED], _mac)
-    # col2im: dxp[n, c, *(out * s + k)] += dcol[n, c, *k, *out]
-    rank = 2 + 2 * nsp
-    d = [AffineExpr.dimension(i) for i in range(rank)]
-    dk, do = d[2:2 + nsp], d[2 + nsp:]
-    scatter_map = AffineMapAttr(AffineMap(rank, 0, (d[0], d[1], *(
-        out * s + k for out, s, k in zip(do, st, dk, strict=True)))))
-    padded = _padded_shape(shape, pad)
-    dxp = lw.generic([dcol], lw.filled(TensorType(f32, padded), 0.0),
-                     [identity_map(rank), scatter_map], _scatter_iterators(rank, 2),
-                     lambda b, a: b.insert(arith.AddfOp(a[1], a[0])).result)
-    return _crop(lw, dxp, pad, typ)
-
-
-def _conv_grad_input_scatter(lw: Lowerer, op: Operation) -> SSAValue:
-    """Scatter-accumulate w * dy into the padded input's gradient, then crop."""
-    assert isinstance(op, frame.ConvGradInputOp)
-    st, pad, groups = op.conv_attrs()
-    typ = _result_type(op)
-    shape = tuple(typ.get_shape())
-    padded = _padded_shape(shape, pad)
-    _, x_map, w_map, y_map, its = _conv_maps(padded, frame.static_shape(op.rhs) or (), st,
-                                             groups)
-    init = lw.filled(TensorType(f32, padded), 0.0)
-    # Each iteration adds its w * dy to the input position it came from, so distinct
-    # (o, c, k, out) may hit one element: only n is parallel (see `_scatter_iterators`).
-    dxp = lw.generic([op.rhs, op.lhs], init, [w_map, y_map, x_map],
-                     _scatter_iterators(len(its), 1), _mac)
-    return _crop(lw, dxp, pad, typ)
-
-
-def _scatter_iterators(ndims: int, parallel: int) -> list[linalg_attrs.IteratorTypeAttr]:
-    """Iterator types of a scatter-style generic (a gradient written at `out * stride +
-    k`): only the leading `parallel` dims (batch, and channel for pooling) never send
-    two iterations to one output element; every other dim is a reduction, so a pass
-    that parallelises or reorders "parallel" loops cannot race on them."""
-    return [PAR] * parallel + [RED] * (ndims - parallel)
-
-
-def _crop(lw: Lowerer, padded: SSAValue, padding: Sequence[int], typ: TensorType) -> SSAValue:
-    """The inside of a padded f32 gradient, stored as `typ` (undoes `_pad`)."""
-    if not any(padding):
-        return _round_to(lw, padded, typ)
-    rank = typ.get_num_dims()
-    dims = [AffineExpr.dimension(i) for i in range(rank)]
-    inner = AffineMapAttr(AffineMap(rank, 0, (*dims[:2], *(dd + p for dd, p in zip(
-        dims[2:], padding, strict=True)))))
-    return lw.generic([padded], lw.empty(typ), [inner, identity_map(rank)], [PAR] * rank,
-                      lambda b, a: a[0])
-
-
-@dataclass(frozen=True)
-class _PoolSpace:
-    """The loops of a pooling generic: maps of the padded input, the output and the
-    window (a shape-only operand that bounds the k loops, as in MLIR's pooling ops:
-    linalg needs every loop to be bounded by some operand dimension), the iterator
-    types, and the loop of the first window dim (for `linalg.index`)."""
-
-    x_map: AffineMapAttr
-    y_map: AffineMapAttr
-    w_map: AffineMapAttr
-    iterators: list[linalg_attrs.IteratorTypeAttr]
-    first_k: int
-
-
-def _pool_space(rank: int, kernel: Sequence[int], stride: Sequence[int],
-                scatter: bool = False) -> _PoolSpace:
-    """Loops (n, c, *out[:-1], *k, out[-1]): the window loops sit outside the last output
-    dim. Each output element still scans its window in row-major order, but the
-    innermost loop walks a row of outputs, so it is parallel and vectorizes (with the
-    window innermost it would be a 2-long scan per element): 3x faster on LeNet's
-    first pool.
-
-    A `scatter` (a gradient written at `out * stride + k`, read from the output-shaped
-    dy) keeps that order only where windows do not overlap (stride >= kernel in every
-    dim): then each iteration writes its own element, every loop is parallel and the
-    order of additions does not matter. Overlapping windows keep the loops
-    (n, c, *out, *k), all but n and c reductions, so an element's contributions add up
-    in the order they always did (`_scatter_iterators`)."""
-    nsp = rank - 2
-    ndims = rank + nsp
-    d = [AffineExpr.dimension(i) for i in range(ndims)]
-    overlapping = any(st < k for st, k in zip(stride, kernel, strict=True))
-    if scatter and overlapping:
-        outs, ks, first_k = d[2:2 + nsp], d[2 + nsp:], 2 + nsp
-        its = _scatter_iterators(ndims, 2)
-    else:
-        outs, ks, first_k = [*d[2:rank - 1], d[ndims - 1]], d[rank - 1:ndims - 1], rank - 1
-        its = [PAR] * ndims if scatter else [PAR] * (rank - 1) + [RED] * nsp + [PAR]
-    x_map = AffineMapAttr(AffineMap(ndims, 0, (d[0], d[1], *(o * st + k for o, st, k in zip(
-        outs, stride, ks, strict=True)))))
-    y_map = AffineMapAttr(AffineMap(ndims, 0, (d[0], d[1], *outs)))
-    window_map = AffineMapAttr(AffineMap(ndims, 0, tuple(ks)))
-    return _PoolSpace(x_map, y_map, window_map, its, first_k)
-
-
-def _window(lw: Lowerer, kernel: Sequence[int]) -> SSAValue:
-    return lw.empty(TensorType(f32, list(kernel)))
-
-
-def _max_pool(lw: Lowerer, op: Operation) -> SSAValue:
-    assert isinstance(op, frame.MaxPoolOp)
-    kernel, stride, pad = op.pool_attrs()
-    xp = _pad(lw, op.input, pad, float("-inf"))
-    sp = _pool_space(len(kernel) + 2, kernel, stride)
-    init = lw.filled(_accumulator_type(_result_type(op)), float("-inf"))
-
-    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
-        return b.insert(arith.SelectOp(_pool_takes(b, a[0], a[2]), a[0], a[2])).result
-
-    y = lw.generic([xp, _window(lw, kernel)], init, [sp.x_map, sp.w_map, sp.y_map],
-                   sp.iterators, body)
-    return _round_to(lw, y, _result_type(op))
-
-
-def _pool_takes(b: Builder, x: SSAValue, running: SSAValue) -> SSAValue:
-    """PyTorch's max-pool scan (`max_takes`). Padding cells hold -inf, which never
-    replaces anything."""
-    return max_takes(b, x, running)
-
-
-def _window_position(b: Builder, first_dim: int, kernel: Sequence[int]) -> SSAValue:
-    """Row-major position in the pooling window of the current iteration (window loops
-    `first_dim`.. onward), as an f32: exact, windows are far smaller than 2^24."""
-    pos: SSAValue | None = None
-    for i, k in enumerate(kernel):
-        idx = b.insert(linalg.IndexOp(first_dim + i)).result
-        if pos is not None:
-            size = b.insert(arith.ConstantOp(builtin.IntegerAttr(k, builtin.IndexType()))).result
-            scaled = b.insert(arith.MuliOp(pos, size)).result
-            idx = b.insert(arith.AddiOp(scaled, idx)).result
-        pos = idx
-    assert pos is not None
-    as_int = b.insert(arith.IndexCastOp(pos, builtin.i64)).result
-    return b.insert(arith.SIToFPOp(as_int, f32)).result
-
-
-def _avg_pool(lw: Lowerer, op: Operation) -> SSAValue:
-    assert isinstance(op, frame.AvgPoolOp)
-    kernel, stride, pad = op.pool_attrs()
-    xp = _pad(lw, op.input, pad)
-    sp = _pool_space(len(kernel) + 2, kernel, stride)
-    init = lw.filled(_accumulator_type(_result_type(op)), 0.0)
-    total = lw.generic([xp, _window(lw, kernel)], init, [sp.x_map, sp.w_map, sp.y_map],
-                       sp.iterators, lambda b, a: b.insert(arith.AddfOp(a[2], a[0])).result)
-    count = float(prod(kernel))  # padding cells count: always divide by KH * KW
-    return lw.elementwise([total], _result_type(op),
-                          lambda b, a: b.insert(arith.DivfOp(a[0], _f32(b, count))).result)
-
-
-def _avg_pool_grad(lw: Lowerer, op: Operation) -> SSAValue:
-    assert isinstance(op, frame.AvgPoolGradOp)
-    kernel, stride, pad = op.pool_attrs()
-    typ = _result_type(op)
-    shape = tuple(typ.get_shape())
-    padded = _padded_shape(shape, pad)
-    sp = _pool_space(len(shape), kernel, stride, scatter=True)
-    count = float(prod(kernel))
-
-    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
-        share = b.insert(arith.DivfOp(a[0], _f32(b, count))).result
-        return b.insert(arith.AddfOp(a[2], share)).result
-
-    dxp = lw.generic([op.input, _window(lw, kernel)], lw.filled(TensorType(f32, padded), 0.0),
-                     [sp.y_map, sp.w_map, sp.x_map], sp.iterators, body)
-    return _crop(lw, dxp, pad, typ)
-
-
-def _max_pool_grad(lw: Lowerer, op: Operation) -> SSAValue:
-    """dy flows to the window position PyTorch's max_pool records as the argmax.
-
-    Two generics over the window loops and the output's (`_pool_space`). The first replays the forward scan
-    (`_pool_takes`) and records, per window, the row-major position of the cell that
-    set the max: the first of tied maxima, the last NaN, and -- where nothing beats the
-    initial -inf -- the first cell inside the input, as PyTorch initialises its index
-    there (a 0/1 mask marks the padding, which never takes part). The second adds dy
-    at that position. The operand y is not needed: the scan recomputes it.
-    """
-    assert isinstance(op, frame.MaxPoolGradOp)
-    kernel, stride, pad = op.pool_attrs()
-    typ = _result_type(op)
-    rank = typ.get_num_dims()
-    xp = _pad(lw, op.x, pad, float("-inf"))
-    padded = frame.static_shape(xp) or ()
-    y_shape = frame.static_shape(op.y) or ()
-    sp = _pool_space(rank, kernel, stride)
-    window = _window(lw, kernel)
-    inputs, maps = [xp, window], [sp.x_map, sp.w_map]
-    if any(pad):
-        ones = lw.filled(TensorType(f32, typ.get_shape()), 1.0)
-        inputs, maps = [*inputs, _pad(lw, ones, pad, 0.0)], [*maps, sp.x_map]
-
-    def scan(b: Builder, a: Sequence[SSAValue]) -> list[SSAValue]:
-        x, running, arg = a[0], a[-2], a[-1]
-        pos = _window_position(b, sp.first_k, kernel)
-        take = _pool_takes(b, x, running)
-        unset = b.insert(arith.CmpfOp(arg, _f32(b, 0.0), "olt")).result
-        if any(pad):  # the first cell inside the input, if nothing took yet
-            inside = b.insert(arith.CmpfOp(a[2], _f32(b, 0.0), "ogt")).result
-            unset = b.insert(arith.AndIOp(unset, inside)).result
-        take = b.insert(arith.OrIOp(take, unset)).result
-        return [b.insert(arith.SelectOp(take, x, running)).result,
-                b.insert(arith.SelectOp(take, pos, arg)).result]
-
-    _, argmax = lw.generic_multi(
-        inputs, [lw.filled(TensorType(f32, y_shape), float("-inf")),
-                 lw.filled(TensorType(f32, y_shape), -1.0)],
-        [*maps, sp.y_map, sp.y_map], sp.iterators, scan)
-    sc = _pool_space(rank, kernel, stride, scatter=True)
-
-    def scatter(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
-        dy, arg, dx = a[0], a[1], a[3]
-        hit = b.insert(arith.CmpfOp(_window_position(b, sc.first_k, kernel), arg, "oeq")
-                       ).result
-        added = b.insert(arith.AddfOp(dx, dy)).result
-        return b.insert(arith.SelectOp(hit, added, dx)).result
-
-    dxp = lw.generic([op.dy, argmax, window], lw.filled(TensorType(f32, padded), 0.0),
-                     [sc.y_map, sc.y_map, sc.w_map, sc.x_map], sc.iterators, scatter)
-    return _crop(lw, dxp, pad, typ)
-
-
-def _conv_grad_weight(lw: Lowerer, op: Operation) -> SSAValue:
-    assert isinstance(op, frame.ConvGradWeightOp)
-    st, pad, groups = op.conv_attrs()
-    xp = _pad(lw, op.lhs, pad)
-    typ = _result_type(op)
-    _, x_map, w_map, y_map, its = _conv_maps(frame.static_shape(xp) or (),
-                                             tuple(typ.get_shape()), st, groups)
-    init = lw.filled(_accumulator_type(typ), 0.0)
-    # (n, o, c, *k, *out): dw[o, c, *k] sums over the batch and the output positions.
-    nsp = (len(its) - 3) // 2
-    dw_its = [RED, PAR, PAR, *[PAR] * nsp, *[RED] * nsp]
-    dw = lw.generic([xp, op.rhs], init, [x_map, y_map, w_map], dw_its, _mac)
-    return _round_to(lw, dw, typ)
 
 
 def _scan_space(shape: Sequence[int], reverse: bool = False
@@ -859,13 +588,6 @@ LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
     frame.GatherRowsOp: _gather_rows,
     frame.SelectiveScanOp: _selective_scan,
     frame.SelectiveScanGradOp: _selective_scan_grad,
-    frame.MaxPoolOp: _max_pool,
-    frame.AvgPoolOp: _avg_pool,
-    frame.MaxPoolGradOp: _max_pool_grad,
-    frame.AvgPoolGradOp: _avg_pool_grad,
-    frame.ConvOp: _conv,
-    frame.ConvGradInputOp: _conv_grad_input,
-    frame.ConvGradWeightOp: _conv_grad_weight,
     frame.SigmoidOp: _sigmoid,
     frame.HeavisideSurrogateOp: _heaviside,
     frame.HeavisideSurrogateGradOp: _heaviside_grad,
@@ -884,16 +606,21 @@ LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
     frame.ConstantOp: _constant,
     frame.SgdUpdateOp: _sgd_update,
 }
+LOWERINGS.update(frame_conv.LOWERINGS)
 LOWERINGS.update(frame_math.LOWERINGS)
 LOWERINGS.update(frame_softmax.LOWERINGS)
 LOWERINGS.update(frame_norm.LOWERINGS)
 LOWERINGS.update(frame_movement.LOWERINGS)
+LOWERINGS.update(frame_reduce.LOWERINGS)
+LOWERINGS.update(frame_spectral.LOWERINGS)
+LOWERINGS.update(frame_loss.LOWERINGS)
+LOWERINGS.update(frame_scan.LOWERINGS)
 
 
 class _LowerFrameOp(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, frame.FrameOp):
-            return
+        if not isinstance(op, frame.FrameOp) or isinstance(op, frame_scan.ScanOp):
+            return  # a scan stays, on tensors: frame-bufferize and frame-lower-scan lower it
         lower = LOWERINGS.get(type(op))
         if lower is None:
             raise fail(ConvertFrameToLinalg.name, op, f"no linalg lowering for {op.name}")

@@ -18,6 +18,7 @@ is a no-op: a function whose `@f_grad` exists is skipped.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
 
@@ -67,11 +68,13 @@ class FrameAutodiff(ModulePass):
                 if f"{name}_grad" in functions:
                     raise fail(self.name, fn, f"cannot add @{name}_grad: the module already "
                                f"has a function of that name that is not its gradient")
-                grad_fn = self._differentiate(fn)
+                grad_fn = fn.clone()
+                # In the module while it is differentiated: a VJP rule may look up or
+                # add functions (frame.scan's step and its VJP).
                 Rewriter.insert_op(grad_fn, InsertPoint.after(fn))
+                self._differentiate(fn, grad_fn)
 
-    def _differentiate(self, fn: func.FuncOp) -> func.FuncOp:
-        grad_fn = fn.clone()
+    def _differentiate(self, fn: func.FuncOp, grad_fn: func.FuncOp) -> None:
         grad_fn.sym_name = builtin.StringAttr(f"{fn.sym_name.data}_grad")
         grad_fn.attributes["frame.grad_of"] = builtin.StringAttr(fn.sym_name.data)
         block = grad_fn.body.blocks[0]
@@ -126,32 +129,15 @@ class FrameAutodiff(ModulePass):
             Rewriter.insert_op(new_op, InsertPoint.before(ret))
             return new_op.results[0]
 
-        adjoint: dict[SSAValue, SSAValue] = {}
+        seeds: dict[SSAValue, SSAValue] = {}
         if loss in active:
             owner = loss.owner
             if isinstance(owner, Operation) and isinstance(
                     layer := owner.attributes.get(LAYER), builtin.StringAttr):
                 provenance[LAYER] = layer
-            adjoint[loss] = emit(frame.ConstantOp(1.0, result_type=loss.type))
-        for o in reversed(forward_ops):
-            if not o.results or o.results[0] not in adjoint:
-                continue
-            need = [v in active for v in o.operands]
-            if not any(need):
-                continue
-            provenance.clear()
-            if isinstance(layer := o.attributes.get(LAYER), builtin.StringAttr):
-                provenance[LAYER] = layer
-            rule = VJP_RULES.get(type(o))
-            if rule is None:
-                raise fail(self.name, o, f"no gradient rule for {o.name}", user_fn)
-            grads = rule(emit, o, adjoint[o.results[0]], need)
-            for value, g in zip(o.operands, grads, strict=True):
-                if g is None or value not in active:
-                    continue
-                if value in adjoint:
-                    g = emit(frame.AddOp(adjoint[value], g))
-                adjoint[value] = g
+            seeds[loss] = emit(frame.ConstantOp(1.0, result_type=loss.type))
+        adjoint = reverse_sweep(emit, forward_ops, params, seeds, user_fn, provenance,
+                                self.name)
 
         # [loss, grads...]; with several results, [every result..., grads...].
         outputs: list[SSAValue] = list(ret.operands) if loss_attr is not None else [loss]
@@ -164,4 +150,38 @@ class FrameAutodiff(ModulePass):
             outputs.append(g)
         Rewriter.replace_op(ret, func.ReturnOp(*outputs))
         update_function_type(grad_fn)
-        return grad_fn
+
+
+def reverse_sweep(emit: Callable[[Operation], SSAValue], forward_ops: Sequence[Operation],
+                  roots: Sequence[SSAValue], seeds: dict[SSAValue, SSAValue], fn_name: str,
+                  provenance: dict[str, builtin.StringAttr] | None = None,
+                  pass_name: str = "frame-autodiff") -> dict[SSAValue, SSAValue]:
+    """The adjoints of the values that depend on `roots`, walking `forward_ops` in
+    reverse from the adjoints in `seeds` with the VJP table; `emit` inserts each
+    backward op. Adjoints of values used several times are summed."""
+    provenance = {} if provenance is None else provenance
+    active: set[SSAValue] = set(roots)
+    for o in forward_ops:
+        if any(v in active for v in o.operands):
+            active.update(o.results)
+    adjoint = {v: g for v, g in seeds.items() if v in active}
+    for o in reversed(forward_ops):
+        if not o.results or o.results[0] not in adjoint:
+            continue
+        need = [v in active for v in o.operands]
+        if not any(need):
+            continue
+        provenance.clear()
+        if isinstance(layer := o.attributes.get(LAYER), builtin.StringAttr):
+            provenance[LAYER] = layer
+        rule = VJP_RULES.get(type(o))
+        if rule is None:
+            raise fail(pass_name, o, f"no gradient rule for {o.name}", fn_name)
+        grads = rule(emit, o, adjoint[o.results[0]], need)
+        for value, g in zip(o.operands, grads, strict=True):
+            if g is None or value not in active:
+                continue
+            if value in adjoint:
+                g = emit(frame.AddOp(adjoint[value], g))
+            adjoint[value] = g
+    return adjoint

@@ -2,7 +2,8 @@
 
 Expects: functions in destination-passing linalg-on-tensors form, as produced by
 convert-frame-to-linalg: `tensor.empty`, `linalg.fill`, `linalg.generic` with
-tensor results, scalar `arith` ops and `func.return`, all statically shaped.
+tensor results, `frame.scan`, scalar `arith` ops and `func.return`, all statically
+shaped. The step function of a scan is a function of the same module.
 Does:
   * every tensor value gets a buffer. A linalg result shares the buffer of its
     destination (`outs`) operand, so values form *buffer classes* rooted at a
@@ -18,7 +19,15 @@ Does:
   * every remaining class is an intermediate: it is live from its
     `tensor.empty` to its last use, and intervals are packed first-fit into ONE
     byte arena (the last argument, `frame.arena`), 64-byte aligned. Buffers whose
-    lifetimes do not overlap share memory; a compiled step allocates nothing.
+    lifetimes do not overlap share memory; a compiled step allocates nothing;
+  * functions are bufferized callees first: a step function before the functions
+    that scan over it (nested scans included; a step that scans over itself,
+    directly or not, is rejected). A `frame.scan`'s result is a buffer class of its
+    own (rooted at the scan, like a `tensor.empty` there: an out-parameter when
+    returned), its operands are read at the scan, and the step's arena gets a slot
+    of the step's `frame.arena_size` bytes in the caller's arena, live at the scan
+    only. The scan becomes `frame_rt.scan @step(init, sequences..., invariants...,
+    out, slot)` (frame-lower-scan makes it a loop of calls).
 Guarantees: no tensors remain; functions take only memrefs and return nothing;
 `frame.arena_size` on each function gives the arena's byte size.
 """
@@ -35,7 +44,10 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
 
+from frame_mlir.dialects import frame_rt
+from frame_mlir.dialects.frame_scan import ScanOp
 from frame_mlir.passes.common import fail, provenance
 from frame_mlir.passes.linalg_utils import copy_generic
 
@@ -100,10 +112,51 @@ class FrameBufferize(ModulePass):
     name = "frame-bufferize"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        for fn in list(op.ops):
-            if isinstance(fn, func.FuncOp) and fn.body.blocks and _has_tensors(fn):
-                self._insert_copies(fn)
-                Rewriter.replace_op(fn, self._bufferize(fn))
+        todo = [fn for fn in op.ops
+                if isinstance(fn, func.FuncOp) and fn.body.blocks and _has_tensors(fn)]
+        for fn in self._callees_first(todo):
+            self._insert_copies(fn)
+            Rewriter.replace_op(fn, self._bufferize(fn))
+
+    def _callees_first(self, fns: list[func.FuncOp]) -> list[func.FuncOp]:
+        """`fns` in an order where the step function of every scan comes before the
+        function holding the scan (its arena size is then known)."""
+        by_name = {fn.sym_name.data: fn for fn in fns}
+        order: list[func.FuncOp] = []
+        state: dict[str, int] = {}  # 1: being visited, 2: done
+
+        def visit(fn: func.FuncOp) -> None:
+            name = fn.sym_name.data
+            if state.get(name) == 2:
+                return
+            state[name] = 1
+            for o in fn.walk():
+                if isinstance(o, ScanOp):
+                    callee = by_name.get(o.body.root_reference.data)
+                    if callee is None:
+                        continue  # bufferized already, or missing (checked at the scan)
+                    if state.get(callee.sym_name.data) == 1:
+                        raise fail(self.name, o, f"step function {o.body} scans over "
+                                   "itself, directly or through other steps: not supported")
+                    visit(callee)
+            state[name] = 2
+            order.append(fn)
+
+        for fn in fns:
+            visit(fn)
+        return order
+
+    def _step_arena(self, scan: ScanOp) -> int:
+        """The byte size of the arena of `scan`'s (bufferized) step function."""
+        callee = SymbolTable.lookup_symbol(scan, scan.body)
+        if not isinstance(callee, func.FuncOp) or not callee.body.blocks:
+            raise fail(self.name, scan, f"step function {scan.body} expected a func.func "
+                       "with a body in the module")
+        size = callee.attributes.get("frame.arena_size")
+        if _has_tensors(callee) or not isinstance(size, builtin.IntegerAttr):
+            raise fail(self.name, scan, f"step function {scan.body} is not bufferized "
+                       "(no frame.arena_size)")
+        return size.value.data
 
     # -- step 1: keep value semantics where a destination is read again ---------------
     def _insert_copies(self, fn: func.FuncOp) -> None:
@@ -150,12 +203,14 @@ class FrameBufferize(ModulePass):
         for o in ops:
             if isinstance(o, tensor.EmptyOp):
                 root[o.tensor] = o.tensor
+            elif isinstance(o, ScanOp):
+                root[o.result] = o.result  # a new buffer, written by the scan
             elif _outs(o):
                 for r, d in zip(o.results, _outs(o), strict=True):
                     root[r] = root[d]
             elif any(isinstance(r.type, TensorType) for r in o.results):
                 raise fail(self.name, o, "unsupported tensor-producing op (expected "
-                           "tensor.empty, linalg.fill or linalg.generic)")
+                           "tensor.empty, linalg.fill, linalg.generic or frame.scan)")
 
         donated = self._donations(fn)
         # Results: in place (donated arg) or an out-parameter.
@@ -191,6 +246,12 @@ class FrameBufferize(ModulePass):
             end = max([pos[u.operation] for u in v.uses if u.operation in pos] + [start])
             s0, e0, nb = intervals.get(cid, (start, start, _nbytes(rt.type)))  # type: ignore[arg-type]
             intervals[cid] = (min(s0, start), max(e0, end), nb)
+        # The step arena of each scan: live at the scan only.
+        slot_ids: dict[ScanOp, int] = {}
+        for o in ops:
+            if isinstance(o, ScanOp):
+                slot_ids[o] = cid = len(class_ids) + len(slot_ids)
+                intervals[cid] = (pos[o], pos[o], self._step_arena(o))
         plan = plan_intervals(intervals)
         arena_size = max(plan.size, ALIGN)
 
@@ -219,16 +280,32 @@ class FrameBufferize(ModulePass):
         def memref_of(v: SSAValue) -> SSAValue:
             return buf[root[v]]
 
+        def arena_view(cid: int, typ: MemRefType, hint: str | None) -> SSAValue:
+            off = arith.ConstantOp(builtin.IntegerAttr(plan.offsets[cid], builtin.IndexType()))
+            view = memref.ViewOp(arena, off, [], typ)
+            view.result.name_hint = hint
+            new_block.add_ops([off, view])
+            return view.result
+
         for o in ops:
             if isinstance(o, tensor.EmptyOp):
                 if o.tensor in buf:
                     continue
-                off = arith.ConstantOp(builtin.IntegerAttr(plan.offsets[class_ids[o.tensor]],
-                                                           builtin.IndexType()))
-                view = memref.ViewOp(arena, off, [], _memref_type(o.tensor.type))
-                view.result.name_hint = o.tensor.name_hint
-                new_block.add_ops([off, view])
-                buf[o.tensor] = view.result
+                buf[o.tensor] = arena_view(class_ids[o.tensor], _memref_type(o.tensor.type),
+                                           o.tensor.name_hint)
+            elif isinstance(o, ScanOp):
+                if o.result not in buf:
+                    buf[o.result] = arena_view(class_ids[o.result],
+                                               _memref_type(o.result.type),  # type: ignore[arg-type]
+                                               o.result.name_hint)
+                slot = arena_view(slot_ids[o], MemRefType(i8, [intervals[slot_ids[o]][2]]),
+                                  f"{o.body.root_reference.data}_arena")
+                init, seqs, invs = o.parts()
+                new = frame_rt.ScanOp(o.body, memref_of(init), [memref_of(v) for v in seqs],
+                                      [memref_of(v) for v in invs], memref_of(o.result),
+                                      slot, o.length.value.data, o.reverse is not None)
+                new.attributes.update(provenance(o))
+                new_block.add_op(new)
             elif isinstance(o, linalg.GenericOp):
                 new = linalg.GenericOp(
                     [memref_of(v) if v in root else vmap.get(v, v) for v in o.inputs],

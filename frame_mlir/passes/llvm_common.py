@@ -9,6 +9,9 @@ Type conversion (the bare-pointer ABI):
 - `index` becomes `i64` (also inside vectors),
 - every `memref` becomes `!llvm.ptr` (shapes are static with identity layout, so the
   pointer to the first element is the whole descriptor),
+- `bf16` becomes `i16` (also inside vectors): llvmlite 0.50 has no `bfloat` type, so a
+  bf16 is its bit pattern; `arith-expand-bf16` has turned its conversions into integer
+  ops before this point,
 - every other type (integers, floats, vectors, llvm types) is kept.
 """
 
@@ -20,6 +23,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
+    BFloat16Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -30,6 +34,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     UnrealizedConversionCastOp,
     VectorType,
+    i16,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -48,8 +53,12 @@ def llvm_type(typ: Attribute) -> Attribute:
         return i64
     if isinstance(typ, MemRefType):
         return llvm.LLVMPointerType()
+    if isinstance(typ, BFloat16Type):
+        return i16
     if isinstance(typ, VectorType) and isinstance(typ.element_type, IndexType):
         return VectorType(i64, typ.get_shape())
+    if isinstance(typ, VectorType) and isinstance(typ.element_type, BFloat16Type):
+        return VectorType(i16, typ.get_shape())
     return typ
 
 

@@ -11,7 +11,9 @@ failure names the pass that broke the IR.
     linalg      linalg on tensors (convert-frame-to-linalg), elementwise chains
                 merged into one generic (frame-fuse-elementwise)
     bufferized  memrefs over one statically planned arena (frame-bufferize)
-    loops       scf.for / arith / memref (convert-linalg-to-loops)
+    loops       scf.for / arith / memref (convert-linalg-to-loops), scans as
+                loops of calls of their step function (frame-lower-scan), bf16
+                conversions as integer ops (arith-expand-bf16)
                 + `@f_train_loop`: N train steps in one call (frame-train-loop)
     llvm        llvm dialect (convert-*-to-llvm, see lower_to_llvm.py)
 """
@@ -47,12 +49,14 @@ from frame_mlir.compile_options import CompileOptions
 from frame_mlir.dialects.frame import Frame
 from frame_mlir.dialects.frame_rt import FrameRt
 from frame_mlir.passes.arith_expand import ArithExpand
+from frame_mlir.passes.arith_expand_bf16 import ArithExpandBf16
 from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
 from frame_mlir.passes.frame_autodiff import FrameAutodiff
 from frame_mlir.passes.frame_bufferize import FrameBufferize
 from frame_mlir.passes.frame_fuse_elementwise import FrameFuseElementwise
 from frame_mlir.passes.frame_fuse_gemm_epilogue import FrameFuseGemmEpilogue
 from frame_mlir.passes.frame_gemm import FrameGemm
+from frame_mlir.passes.frame_lower_scan import FrameLowerScan
 from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
 from frame_mlir.passes.frame_parallelize import FrameParallelize
 from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
@@ -121,8 +125,12 @@ def stages(lr: float | None, options: CompileOptions | None = None) -> list[Stag
                         *((FrameFuseGemmEpilogue(min_flops=_gemm_min_flops(options)),)
                           if options.fuse_epilogue else ()),
                         gemm_pass(options), FrameTileMatmul(),
+                        # after the passes that grow arenas (frame-gemm's scratch)
+                        FrameLowerScan(),
                         ConvertLinalgToLoopsPass(),
                         LowerAffinePass(), ArithExpand(),
+                        # bf16 as integer ops on its bits, for both backends alike
+                        ArithExpandBf16(),
                         FrameParallelize(threads=options.threads), FrameTrainLoop()),
               "scf loops, one kernel function per linalg op"),
         Stage("llvm", tuple(LOOPS_TO_LLVM), "llvm dialect"),

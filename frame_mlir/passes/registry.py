@@ -5,6 +5,7 @@ from __future__ import annotations
 from xdsl.passes import ModulePass
 
 from frame_mlir.passes.arith_expand import ArithExpand
+from frame_mlir.passes.arith_expand_bf16 import ArithExpandBf16
 from frame_mlir.passes.convert_arith_to_llvm import ConvertArithToLLVMPass
 from frame_mlir.passes.convert_cf_to_llvm import ConvertCfToLLVMPass
 from frame_mlir.passes.convert_frame_rt_to_llvm import ConvertFrameRtToLLVMPass
@@ -18,6 +19,7 @@ from frame_mlir.passes.frame_bufferize import FrameBufferize
 from frame_mlir.passes.frame_fuse_elementwise import FrameFuseElementwise
 from frame_mlir.passes.frame_fuse_gemm_epilogue import FrameFuseGemmEpilogue
 from frame_mlir.passes.frame_gemm import FrameGemm
+from frame_mlir.passes.frame_lower_scan import FrameLowerScan
 from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
 from frame_mlir.passes.frame_parallelize import FrameParallelize
 from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
@@ -27,6 +29,7 @@ from frame_mlir.passes.frame_train_loop import FrameTrainLoop
 
 ALL_PASSES: list[type[ModulePass]] = [
     ArithExpand,
+    ArithExpandBf16,
     FrameShapeInference,
     FrameAutodiff,
     FrameSgdFuse,
@@ -37,6 +40,7 @@ ALL_PASSES: list[type[ModulePass]] = [
     FrameFuseGemmEpilogue,
     FrameGemm,
     FrameTileMatmul,
+    FrameLowerScan,
     FrameParallelize,
     FrameTrainLoop,
     ConvertFrameRtToLLVMPass,

@@ -16,7 +16,18 @@ from collections.abc import Callable, Sequence
 
 from xdsl.ir import Operation, SSAValue
 
-from frame_mlir.dialects import frame, frame_math, frame_movement, frame_norm, frame_softmax
+from frame_mlir.dialects import (
+    frame,
+    frame_conv,
+    frame_loss,
+    frame_math,
+    frame_movement,
+    frame_norm,
+    frame_reduce,
+    frame_scan,
+    frame_softmax,
+    frame_spectral,
+)
 
 Emitter = Callable[[Operation], SSAValue]
 Adjoints = list[SSAValue | None]
@@ -42,19 +53,28 @@ def _matmul(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) ->
     return [da, db]
 
 
+# add, sub and mul broadcast: an operand's adjoint is summed over the dims it was
+# broadcast along (`reduce_to`, which emits nothing without broadcasting).
+_reduce_to = frame_reduce.reduce_to
+
+
 def _add(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
-    return [dc if need[0] else None, dc if need[1] else None]
+    assert isinstance(op, frame.AddOp)
+    return [_reduce_to(emit, dc, op.lhs) if need[0] else None,
+            _reduce_to(emit, dc, op.rhs) if need[1] else None]
 
 
 def _sub(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
-    return [dc if need[0] else None, emit(frame.NegOp(dc)) if need[1] else None]
+    assert isinstance(op, frame.SubOp)
+    return [_reduce_to(emit, dc, op.lhs) if need[0] else None,
+            emit(frame.NegOp(_reduce_to(emit, dc, op.rhs))) if need[1] else None]
 
 
 def _mul(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
     assert isinstance(op, frame.MulOp)
     return [
-        emit(frame.MulOp(dc, op.rhs)) if need[0] else None,
-        emit(frame.MulOp(dc, op.lhs)) if need[1] else None,
+        _reduce_to(emit, emit(frame.MulOp(dc, op.rhs)), op.lhs) if need[0] else None,
+        _reduce_to(emit, emit(frame.MulOp(dc, op.lhs)), op.rhs) if need[1] else None,
     ]
 
 
@@ -75,7 +95,7 @@ def _relu(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> A
 def _sum(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
     assert isinstance(op, frame.SumOp)
     axes = None if op.axes is None else list(op.axes.get_values())
-    return [emit(frame.BroadcastOp(dc, op.input.type, axes))]
+    return [emit(frame.BroadcastOp(frame_reduce.unkeep(emit, op, dc), op.input.type, axes))]
 
 
 def _broadcast(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
@@ -101,26 +121,6 @@ def _sigmoid(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -
 def _heaviside(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
     assert isinstance(op, frame.HeavisideSurrogateOp)
     return [emit(frame.HeavisideSurrogateGradOp(op.input, dc, op.alpha.value.data))]
-
-
-def _conv(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
-    assert isinstance(op, frame.ConvOp)
-    st, pad, groups = op.conv_attrs()
-    dx = emit(frame.ConvGradInputOp(dc, op.rhs, op.lhs.type, st, pad, groups)) \
-        if need[0] else None
-    dw = emit(frame.ConvGradWeightOp(op.lhs, dc, op.rhs.type, st, pad, groups)) \
-        if need[1] else None
-    return [dx, dw]
-
-
-def _max_pool(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
-    assert isinstance(op, frame.MaxPoolOp)
-    return [emit(frame.MaxPoolGradOp(op.input, op.result, dc, *op.pool_attrs()))]
-
-
-def _avg_pool(emit: Emitter, op: Operation, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
-    assert isinstance(op, frame.AvgPoolOp)
-    return [emit(frame.AvgPoolGradOp(dc, op.input.type, *op.pool_attrs()))]
 
 
 def _selective_scan(emit: Emitter, op: Operation, dc: SSAValue,
@@ -149,9 +149,6 @@ VJP_RULES: dict[type[Operation], VjpRule] = {
     frame.ScatterAddOp: _scatter_add,
     frame.GatherRowsOp: _gather_rows,
     frame.SelectiveScanOp: _selective_scan,
-    frame.MaxPoolOp: _max_pool,
-    frame.AvgPoolOp: _avg_pool,
-    frame.ConvOp: _conv,
     frame.SigmoidOp: _sigmoid,
     frame.HeavisideSurrogateOp: _heaviside,
     frame.MatmulOp: _matmul,
@@ -165,7 +162,12 @@ VJP_RULES: dict[type[Operation], VjpRule] = {
     frame.BroadcastOp: _broadcast,
     frame.MseLossOp: _mse_loss,
 }
+VJP_RULES.update(frame_conv.VJP_RULES)
 VJP_RULES.update(frame_math.VJP_RULES)
 VJP_RULES.update(frame_softmax.VJP_RULES)
 VJP_RULES.update(frame_norm.VJP_RULES)
 VJP_RULES.update(frame_movement.VJP_RULES)
+VJP_RULES.update(frame_reduce.VJP_RULES)
+VJP_RULES.update(frame_spectral.VJP_RULES)
+VJP_RULES.update(frame_loss.VJP_RULES)
+VJP_RULES.update(frame_scan.VJP_RULES)

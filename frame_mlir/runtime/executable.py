@@ -46,6 +46,9 @@ class ArgInfo:
     shape: tuple[int, ...]  # -1 for a dynamic dimension (the losses of a train loop)
     result_index: int | None = None  # for outputs, and for params updated in place
     dtype: np.dtype = np.dtype(np.float32)  # host storage dtype (uint8 for the arena)
+    #: Run-time checks of an integer input: (op, bound, ignore_index), each value must
+    #: lie in [0, bound) or equal ignore_index (`frame.index_checks`, the loss labels).
+    checks: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def dynamic(self) -> bool:
@@ -61,7 +64,8 @@ class ArgInfo:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "shape": list(self.shape),
-                "result_index": self.result_index, "dtype": self.dtype.str}
+                "result_index": self.result_index, "dtype": self.dtype.str,
+                "checks": [list(c) for c in self.checks]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ArgInfo:
@@ -69,7 +73,9 @@ class ArgInfo:
             raise ValueError(f"unknown argument kind {d['kind']!r}")
         index = d["result_index"]
         return cls(str(d["name"]), d["kind"], tuple(int(x) for x in d["shape"]),
-                   None if index is None else int(index), np.dtype(d["dtype"]))
+                   None if index is None else int(index), np.dtype(d["dtype"]),
+                   tuple((str(op), int(bound), int(ignore))
+                         for op, bound, ignore in d.get("checks", [])))
 
 
 @dataclass(frozen=True)
@@ -94,13 +100,16 @@ class FunctionSignature:
 
 
 def host_dtype(elem: object) -> np.dtype:
-    """Host storage of a memref element type (i8 is the byte arena)."""
+    """Host storage of a memref element type (i8 is the byte arena, bf16 its uint16
+    bit patterns)."""
     from xdsl.dialects import builtin
 
     if isinstance(elem, builtin.Float32Type):
         return np.dtype(np.float32)
     if isinstance(elem, builtin.Float16Type):
         return np.dtype(np.float16)
+    if isinstance(elem, builtin.BFloat16Type):
+        return np.dtype(np.uint16)  # bf16 bit patterns (numpy has no bfloat16)
     if isinstance(elem, builtin.IntegerType):
         return np.dtype({8: np.uint8, 32: np.int32, 64: np.int64}[elem.width.data])
     raise ValueError(f"no host storage for element type {elem}")
@@ -145,11 +154,38 @@ def signatures(module: ModuleOp) -> dict[str, FunctionSignature]:
                 assert isinstance(p, builtin.StringAttr)
                 args.append(ArgInfo(p.data, "param", shape, alias_idx, dtype))
             else:
-                args.append(ArgInfo(name, "input", shape, dtype=dtype))
+                args.append(ArgInfo(name, "input", shape, dtype=dtype,
+                                    checks=_index_checks(entries.get("frame.index_checks"))))
         size = fn.attributes.get("frame.arena_size")
         arena = size.value.data if isinstance(size, builtin.IntegerAttr) else 0
         out[fn.sym_name.data] = FunctionSignature(fn.sym_name.data, tuple(args), arena)
     return out
+
+
+def _index_checks(attr: object) -> tuple[tuple[str, int, int], ...]:
+    """The (op, bound, ignore_index) entries of a `frame.index_checks` attribute."""
+    from xdsl.dialects import builtin
+
+    if not isinstance(attr, builtin.ArrayAttr):
+        return ()
+    out = []
+    for d in attr.data:
+        e = d.data  # type: ignore[attr-defined]
+        out.append((e["op"].data, e["bound"].value.data, e["ignore_index"].value.data))
+    return tuple(out)
+
+
+def check_indices(fn: str, arg: ArgInfo, values: np.ndarray) -> None:
+    """Raise ValueError, naming the op, the row and the value, if an entry of `values`
+    breaks one of `arg.checks` -- as torch's nll_loss raises for a label out of range."""
+    flat = values.reshape(-1)
+    for op, bound, ignore in arg.checks:
+        bad = ((flat < 0) | (flat >= bound)) & (flat != ignore)
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise ValueError(f"@{fn}: {op}: label {int(flat[row])} of row {row} is out of "
+                             f"range: expected 0 <= label < {bound} or ignore_index "
+                             f"{ignore}")
 
 
 def aligned_empty(nbytes: int, align: int = 64) -> np.ndarray:
@@ -231,6 +267,8 @@ class Executable:
                     raise ValueError(f"@{name}: input '{a.name}' expected shape "
                                      f"{list(a.shape)}, found {list(given.shape)}")
                 buf = np.array(given, dtype=a.dtype, order="C", copy=True)
+                if a.checks:
+                    check_indices(name, a, buf)
                 if a.result_index is not None:
                     results[a.result_index] = buf
             keep.append(buf)

@@ -8,7 +8,7 @@ func.func @add_shape(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
   %0 = frame.add %a, %b : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x8xf32>
   func.return
 }
-// CHECK:      frame-invalid.mlir:[[# @LINE - 3]]:3: frame.add: operand shapes must match (no broadcasting in v0): expected [4, 8], found [8, 4]
+// CHECK:      frame-invalid.mlir:[[# @LINE - 3]]:3: frame.add: operands [4, 8] and [8, 4] do not broadcast
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "add_shape"
 
@@ -18,7 +18,7 @@ func.func @mul_rank(%a: tensor<4x8xf32>, %b: tensor<32xf32>) {
   %0 = frame.mul %a, %b : (tensor<4x8xf32>, tensor<32xf32>) -> tensor<4x8xf32>
   func.return
 }
-// CHECK:      frame.mul: operand shapes must match (no broadcasting in v0): expected [4, 8], found [32]
+// CHECK:      frame.mul: operands [4, 8] and [32] do not broadcast
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "mul_rank"
 
@@ -38,7 +38,7 @@ func.func @matmul_contraction(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
   %0 = frame.matmul %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   func.return
 }
-// CHECK:      frame.matmul: contraction dims must match: expected rhs dim 8 (the lhs's), found 4
+// CHECK:      frame.matmul: contraction dimension mismatch: expected rhs dim 8 (the lhs's), found 4
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "matmul_contraction"
 
@@ -49,7 +49,7 @@ func.func @matmul_contraction_transposed(%a: tensor<4x8xf32>, %b: tensor<4x8xf32
   %0 = frame.matmul %a, %b {transpose_lhs, transpose_rhs} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x4xf32>
   func.return
 }
-// CHECK:      frame.matmul: contraction dims must match: expected rhs dim 4 (the lhs's), found 8
+// CHECK:      frame.matmul: contraction dimension mismatch: expected rhs dim 4 (the lhs's), found 8
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "matmul_contraction_transposed"
 
@@ -170,7 +170,7 @@ func.func @constant_f64() {
   %0 = frame.constant 1.0 : tensor<2xf64>
   func.return
 }
-// CHECK:      frame.constant: result must be a tensor of f32 or f16, found tensor<2xf64>
+// CHECK:      frame.constant: result must be a tensor of f32, f16 or bf16, found tensor<2xf64>
 // CHECK-NEXT: "builtin.module"
 // CHECK-NEXT: "func.func"() <{sym_name = "constant_f64"
 

@@ -45,7 +45,7 @@ func.func @div_shapes(%a: tensor<4xf32>, %b: tensor<2x2xf32>) {
   %0 = frame.div %a, %b : (tensor<4xf32>, tensor<2x2xf32>) -> tensor<4xf32>
   func.return
 }
-// CHECK: frame.div: operand shapes must match (no broadcasting in v0): expected [4], found [2, 2]
+// CHECK: frame.div: operands [4] and [2, 2] do not broadcast
 
 // -----
 

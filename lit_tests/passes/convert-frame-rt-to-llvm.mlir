@@ -84,3 +84,28 @@ func.func private @v(%x: vector<16xf32>) {
 }
 
 // CHECK: convert-frame-rt-to-llvm at @v: frame_rt.parallel_for: cannot pass a vector<16xf32> to a task (pointers and scalars of up to 64 bits only)
+
+// -----
+
+// frame_rt.row %b[%t]: a GEP inbounds on the element type by t * (row elements); a
+// row of a 1-D buffer (a 0-d memref) by t itself.
+func.func private @use(memref<2x3xf32>, memref<f32>)
+func.func @rows(%b: memref<4x2x3xf32>, %v: memref<5xf32>, %t: index) {
+  %r = frame_rt.row %b[%t] : memref<4x2x3xf32> -> memref<2x3xf32>
+  %e = frame_rt.row %v[%t] : memref<5xf32> -> memref<f32>
+  func.call @use(%r, %e) : (memref<2x3xf32>, memref<f32>) -> ()
+  func.return
+}
+
+// CHECK-LABEL: func.func @rows(
+// CHECK-NEXT:    %[[B:.*]] = builtin.unrealized_conversion_cast %b : memref<4x2x3xf32> to !llvm.ptr
+// CHECK-NEXT:    %[[T:.*]] = builtin.unrealized_conversion_cast %t : index to i64
+// CHECK-NEXT:    %[[SIX:.*]] = llvm.mlir.constant(6) : i64
+// CHECK-NEXT:    %[[OFF:.*]] = llvm.mul %[[T]], %[[SIX]] overflow<nsw,nuw> : i64
+// CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds %[[B]][%[[OFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[R:.*]] = builtin.unrealized_conversion_cast %[[P]] : !llvm.ptr to memref<2x3xf32>
+// CHECK-NEXT:    %[[V:.*]] = builtin.unrealized_conversion_cast %v : memref<5xf32> to !llvm.ptr
+// CHECK-NEXT:    %[[T2:.*]] = builtin.unrealized_conversion_cast %t : index to i64
+// CHECK-NEXT:    %[[Q:.*]] = llvm.getelementptr inbounds %[[V]][%[[T2]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[E:.*]] = builtin.unrealized_conversion_cast %[[Q]] : !llvm.ptr to memref<f32>
+// CHECK-NEXT:    func.call @use(%[[R]], %[[E]])

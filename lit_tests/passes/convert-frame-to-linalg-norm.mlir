@@ -40,3 +40,71 @@ func.func @dg(%x: tensor<3x8xf32>, %g: tensor<8xf32>, %dy: tensor<3x8xf32>) -> t
 
 // CHECK-LABEL: func.func @dg
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]
+
+// -----
+
+// batch_norm over [N, C, L]: per-channel sums with the channel loop first (parallel),
+// then (n, l) in order; the mean, the squared deviations, rstd; then the elementwise
+// (x - mean) * rstd * gamma + beta reading the [C] tensors at d1.
+func.func @bn(%x: tensor<2x3x4xf32> {frame.param = "x"}, %g: tensor<3xf32> {frame.param = "g"}, %b: tensor<3xf32> {frame.param = "b"}) -> tensor<f32> {
+  %y = frame.batch_norm %x, %g, %b {axis = 1 : i64, eps = 1.0e-05 : f32} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
+  %l = frame.sum %y : (tensor<2x3x4xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @bn
+// CHECK:         %[[SUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0, d2)>, affine_map<(d0, d1, d2) -> (d0)>], iterator_types = ["parallel", "reduction", "reduction"], doc = "frame.batch_norm"} ins(%x : tensor<2x3x4xf32>)
+// CHECK:         %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<3xf32>)
+// CHECK:           arith.divf
+// CHECK:         %[[SS:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0, d2)>, affine_map<(d0, d1, d2) -> (d0)>, affine_map<(d0, d1, d2) -> (d0)>], iterator_types = ["parallel", "reduction", "reduction"], doc = "frame.batch_norm"} ins(%x, %[[MEAN]] : tensor<2x3x4xf32>, tensor<3xf32>)
+// CHECK:         %[[RSTD:.*]] = linalg.generic {{.*}} ins(%[[SS]] : tensor<3xf32>)
+// CHECK:           math.sqrt
+// CHECK:         %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"], doc = "frame.batch_norm"} ins(%x, %g, %b, %[[MEAN]], %[[RSTD]] :
+
+// The VJP: batch_norm_grad for x (wrt 0) and gamma (wrt 1), a sum of dy over the
+// non-channel dims for beta.
+// AD-LABEL: func.func @bn_grad
+// AD:         %[[DY:.*]] = frame.broadcast
+// AD-NEXT:    %[[DX:.*]] = frame.batch_norm_grad %x, %g, %[[DY]] {frame.stage = "backward", axis = 1 : i64, eps = 1.000000e-05 : f32, wrt = 0 : i64}
+// AD-NEXT:    %[[DG:.*]] = frame.batch_norm_grad %x, %g, %[[DY]] {frame.stage = "backward", axis = 1 : i64, eps = 1.000000e-05 : f32, wrt = 1 : i64}
+// AD-NEXT:    %[[DB:.*]] = frame.sum %[[DY]] {frame.stage = "backward", axes = array<i64: 0, 2>}
+// AD-NEXT:    func.return %{{.*}}, %[[DX]], %[[DG]], %[[DB]]
+
+// -----
+
+// [N, C] (channel last): the loops stay (n, c), the channel loop innermost. The
+// running mean: momentum * mean + (1 - momentum) * running.
+func.func @bn_stats(%x: tensor<6x3xf32>, %r: tensor<3xf32>) -> tensor<3xf32> {
+  %m = frame.batch_norm_stats %x, %r {axis = 1 : i64, momentum = 2.500000e-01 : f32, which = "mean"} : (tensor<6x3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  func.return %m : tensor<3xf32>
+}
+
+// CHECK-LABEL: func.func @bn_stats
+// CHECK:         %[[SUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"], doc = "frame.batch_norm_stats"}
+// CHECK:         %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<3xf32>)
+// CHECK:         %m = linalg.generic {{.*}} ins(%[[MEAN]], %r : tensor<3xf32>, tensor<3xf32>)
+// CHECK-NEXT:    ^bb0(%[[S:.*]]: f32, %[[OLD:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[M:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK-NEXT:      %[[NEW:.*]] = arith.mulf %[[M]], %[[S]] : f32
+// CHECK-NEXT:      %[[K:.*]] = arith.constant 7.500000e-01 : f32
+// CHECK-NEXT:      %[[KEEP:.*]] = arith.mulf %[[K]], %[[OLD]] : f32
+// CHECK-NEXT:      arith.addf %[[NEW]], %[[KEEP]] : f32
+
+// -----
+
+// Inference mode: rstd from the given variance; the VJP has no gradient for it.
+func.func @bn_inf(%x: tensor<6x3xf32> {frame.param = "x"}, %g: tensor<3xf32>, %b: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>) -> tensor<f32> {
+  %y = frame.batch_norm_inference %x, %g, %b, %m, %v {axis = 1 : i64, eps = 1.0e-05 : f32} : (tensor<6x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<6x3xf32>
+  %l = frame.sum %y : (tensor<6x3xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @bn_inf
+// CHECK:         %[[RSTD:.*]] = linalg.generic {{.*}} ins(%v : tensor<3xf32>)
+// CHECK:           math.sqrt
+// CHECK:         %y = linalg.generic {{.*}} ins(%x, %g, %b, %m, %[[RSTD]] :
+
+// AD-LABEL: func.func @bn_inf_grad
+// AD:         %[[DY:.*]] = frame.broadcast
+// AD-NEXT:    %[[DX:.*]] = frame.batch_norm_inference_grad %x, %g, %m, %v, %[[DY]] {frame.stage = "backward", axis = 1 : i64, eps = 1.000000e-05 : f32, wrt = 0 : i64}
+// AD-NEXT:    func.return %{{.*}}, %[[DX]]

@@ -140,6 +140,65 @@ func.func @returned_twice(%g: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
 
 // -----
 
+// frame.scan: the step function (after its caller here) is bufferized first, so the
+// caller knows its arena size. The scan's result is a buffer class of its own (rooted
+// at the scan, live until the sum reads it); its operands are read at the scan; the
+// step's arena gets a slot of 64 bytes (its frame.arena_size) live at the scan only.
+// The scan becomes frame_rt.scan with the result and the slot as its last operands.
+func.func @rnn(%h0: tensor<4xf32>, %xs: tensor<3x4xf32>) -> tensor<f32> {
+  %hs = frame.scan @acc(%h0, %xs) {length = 3 : i64, num_sequences = 1 : i64, frame.stage = "forward"} : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %l = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]} ins(%hs : tensor<3x4xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%i: f32, %acc: f32):
+    %s = arith.addf %acc, %i : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+// A scan whose result is returned writes the out-parameter directly.
+func.func @returned(%h0: tensor<4xf32>, %xs: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %hs = frame.scan @acc(%h0, %xs) {length = 2 : i64, num_sequences = 1 : i64, reverse} : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  func.return %hs : tensor<2x4xf32>
+}
+func.func @acc(%h: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%h, %x : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  func.return %s : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @rnn
+// CHECK-SAME:    (%[[H0:[a-z0-9_]+]]: memref<4xf32>, %[[XS:[a-z0-9_]+]]: memref<3x4xf32>,
+// CHECK-SAME:    %[[OUT:[a-z0-9_]+]]: memref<f32> {frame.output = 0 : i64},
+// CHECK-SAME:    %[[ARENA:[a-z0-9_]+]]: memref<128xi8> {frame.arena})
+// CHECK-SAME:    attributes {frame.arena_size = 128 : i64} {
+// CHECK-NEXT:    %[[OFF0:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[HS:.*]] = memref.view %[[ARENA]][%[[OFF0]]][] : memref<128xi8> to memref<3x4xf32>
+// CHECK-NEXT:    %[[OFF1:.*]] = arith.constant 64 : index
+// CHECK-NEXT:    %[[SLOT:.*]] = memref.view %[[ARENA]][%[[OFF1]]][] : memref<128xi8> to memref<64xi8>
+// CHECK-NEXT:    frame_rt.scan @acc(%[[H0]], %[[XS]], %[[HS]], %[[SLOT]]) {frame.stage = "forward", length = 3 : i64, num_sequences = 1 : i64} : memref<4xf32>, memref<3x4xf32>, memref<3x4xf32>, memref<64xi8>
+// CHECK:         linalg.fill {{.*}} outs(%[[OUT]] : memref<f32>)
+// CHECK-NEXT:    linalg.generic
+// CHECK-SAME:      ins(%[[HS]] : memref<3x4xf32>) outs(%[[OUT]] : memref<f32>)
+// CHECK-LABEL: func.func @returned
+// CHECK-SAME:    (%[[H0:[a-z0-9_]+]]: memref<4xf32>, %[[XS:[a-z0-9_]+]]: memref<2x4xf32>,
+// CHECK-SAME:    %[[OUT:[a-z0-9_]+]]: memref<2x4xf32> {frame.output = 0 : i64},
+// CHECK-SAME:    %[[ARENA:[a-z0-9_]+]]: memref<64xi8> {frame.arena})
+// CHECK-NEXT:    %[[OFF:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[SLOT:.*]] = memref.view %[[ARENA]][%[[OFF]]][] : memref<64xi8> to memref<64xi8>
+// CHECK-NEXT:    frame_rt.scan @acc(%[[H0]], %[[XS]], %[[OUT]], %[[SLOT]]) {length = 2 : i64, num_sequences = 1 : i64, reverse}
+// CHECK-NEXT:    func.return
+// CHECK-LABEL: func.func @acc
+// CHECK-SAME:    (%{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32> {frame.output = 0 : i64}, %{{.*}}: memref<64xi8> {frame.arena})
+// CHECK-SAME:    attributes {frame.arena_size = 64 : i64}
+
+// -----
+
 // A donated parameter that is still read after its update cannot be updated in
 // place (frame-sgd-fuse places the updates last so that this does not happen).
 func.func @read_after_update(%g: tensor<4xf32>, %p: tensor<4xf32> {frame.aliasing_output = 0 : i64}) -> (tensor<4xf32>, tensor<4xf32>) {
@@ -158,3 +217,13 @@ func.func @read_after_update(%g: tensor<4xf32>, %p: tensor<4xf32> {frame.aliasin
 }
 
 // CHECK: frame-bufferize at @read_after_update: argument #1 is donated to result #0, but that result is not computed in its buffer
+
+// -----
+
+// A step function that scans over itself cannot be bufferized callee first.
+func.func @loop(%h: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %hs = frame.scan @loop(%h, %x) {length = 1 : i64, num_sequences = 0 : i64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<1x4xf32>
+  func.return %h : tensor<4xf32>
+}
+
+// CHECK: frame-bufferize at @loop: frame.scan: step function @loop scans over itself, directly or through other steps: not supported

@@ -165,12 +165,12 @@ def test_flatten_keeps_float16() -> None:
     assert out.dtype == F16 and np.array_equal(out.numpy(), a.reshape(2, 12))
 
 
-@pytest.mark.parametrize(("dtype", "error"), [(frame.DType.int32, ValueError),
-                                              (frame.DType.bfloat16, NotImplementedError)])
-def test_gradients_only_for_float_inputs(dtype: frame.DType, error: type) -> None:
+@pytest.mark.parametrize("dtype", [frame.DType.int32, frame.DType.int64])
+def test_gradients_only_for_float_inputs(dtype: frame.DType) -> None:
+    # (bfloat16 inputs have gradients: tests/frame/test_bf16.py)
     g = frame.Graph("g")
     x = g.add_graph_input([3], F32)
     g.add_graph_input([2], dtype)
     g.mark_output(frame.sum(g, x, []))
-    with pytest.raises(error, match="input 1"):
+    with pytest.raises(ValueError, match="input 1"):
         frame.build_backward_graph(g, 0, [1])

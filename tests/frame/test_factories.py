@@ -384,6 +384,89 @@ def test_hypergraph_conv() -> None:
     check_factory(m, [rng.standard_normal((5, 3)).astype(np.float32)], _params(m, rng), ref)
 
 
+def t_rfft(x: Any) -> tuple[Any, Any]:
+    z = torch.fft.rfft(x, dim=-1)
+    return z.real, z.imag
+
+
+def t_irfft(re: Any, im: Any, n: int) -> Any:
+    return torch.fft.irfft(torch.complex(re, im), n=n, dim=-1)
+
+
+def t_spectral_conv(x: Any, w_re: Any, w_im: Any, cout: int, modes: int) -> Any:
+    b, cin, n = x.shape
+    xr, xi = t_rfft(x)
+    k = n // 2 + 1
+    yr = torch.zeros(b, cout, k, dtype=x.dtype)
+    yi = torch.zeros(b, cout, k, dtype=x.dtype)
+    ys_r, ys_i = [], []
+    for j in range(modes):
+        wr, wi = w_re[:, j * cout:(j + 1) * cout], w_im[:, j * cout:(j + 1) * cout]
+        ys_r.append(xr[:, :, j] @ wr - xi[:, :, j] @ wi)
+        ys_i.append(xr[:, :, j] @ wi + xi[:, :, j] @ wr)
+    yr = torch.cat([torch.stack(ys_r, dim=2), yr[:, :, modes:]], dim=2)
+    yi = torch.cat([torch.stack(ys_i, dim=2), yi[:, :, modes:]], dim=2)
+    return t_irfft(yr, yi, n)
+
+
+def t_fourier_filter(x: Any, w_re: Any, w_im: Any) -> Any:
+    xr, xi = t_rfft(x)
+    wr, wi = w_re[..., 0], w_im[..., 0]
+    return t_irfft(wr * xr - wi * xi, wr * xi + wi * xr, x.shape[-1])
+
+
+@pytest.mark.parametrize("n,modes", [(16, 5), (12, 7), (9, 3)])
+def test_spectral_conv1d(n: int, modes: int) -> None:
+    b, cin, cout = 2, 3, 4
+    m = frame.nn.SpectralConv1d("sc", b, cin, cout, n, modes, F32)
+    assert _names(m) == [("sc.W_re", [cin, modes * cout]), ("sc.W_im", [cin, modes * cout])]
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((b, cin, n)).astype(np.float32)
+    check_factory(m, [x], _params(m, rng),
+                  lambda xs, p: t_spectral_conv(xs[0], p[0], p[1], cout, modes))
+
+
+@pytest.mark.parametrize("n", [8, 7])
+def test_fourier_filter1d(n: int) -> None:
+    b, c = 2, 3
+    m = frame.nn.FourierFilter1d("ff", b, c, n, F32)
+    assert _names(m) == [("ff.w_re", [b, c, n // 2 + 1, 1]), ("ff.w_im", [b, c, n // 2 + 1, 1])]
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((b, c, n)).astype(np.float32)
+    check_factory(m, [x], _params(m, rng),
+                  lambda xs, p: t_fourier_filter(xs[0], p[0], p[1]))
+
+
+def test_fno1d_block() -> None:
+    b, cin, cout, n, modes = 2, 3, 2, 16, 4
+    m = frame.nn.Fno1dBlock("fno", b, cin, cout, n, modes, F32)
+    assert _names(m) == [("fno.spectral.W_re", [cin, modes * cout]),
+                         ("fno.spectral.W_im", [cin, modes * cout]),
+                         ("fno.bypass.weight", [cout, cin, 1]), ("fno.bypass.bias", [cout])]
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((b, cin, n)).astype(np.float32)
+
+    def ref(xs: list[Any], p: list[Any]) -> Any:
+        by = torch.nn.functional.conv1d(xs[0], p[2], p[3])
+        return torch.tanh(t_spectral_conv(xs[0], p[0], p[1], cout, modes) + by)
+    check_factory(m, [x], _params(m, rng), ref)
+
+
+def test_fourier_mamba() -> None:
+    b, c, length, k = 2, 3, 8, 3
+    m = frame.nn.FourierMamba("fm", b, c, length, k, F32)
+    names = _names(m)
+    assert len(names) == 18 and names[0] == ("fm.mamba.conv.weight", [c, 1, k])
+    assert names[16:] == [("fm.fourier.w_re", [b, c, length // 2 + 1, 1]),
+                          ("fm.fourier.w_im", [b, c, length // 2 + 1, 1])]
+    rng = np.random.default_rng(16)
+    x = rng.standard_normal((b, c, length)).astype(np.float32)
+
+    def ref(xs: list[Any], p: list[Any]) -> Any:
+        return torch.tanh(t_mamba(xs[0], p[:16], k) + t_fourier_filter(xs[0], p[16], p[17]))
+    check_factory(m, [x], _params(m, rng), ref)
+
+
 # ------------------------------------------------------------------------ §7.3 build checks
 
 
@@ -416,6 +499,10 @@ def _build(m: frame.nn.Module, shapes: Sequence[Sequence[int]],
     (lambda: frame.nn.HypergraphConv("h", 3, 1, 2, 2, [0, 1], [0, 1], F32), [[3, 2]]),
     (lambda: frame.nn.HypergraphConv("h", 3, 1, 2, 2, [0, 1], [0], F32), [[3, 2]]),
     (lambda: frame.nn.AFF("a", 2, F32), [[1, 2, 3, 3]]),  # one input of two
+    (lambda: frame.nn.SpectralConv1d("s", 1, 2, 2, 8, 6, F32), [[1, 2, 8]]),
+    (lambda: frame.nn.SpectralConv1d("s", 1, 2, 2, 8, 3, F32), [[1, 2, 9]]),
+    (lambda: frame.nn.FourierMamba("f", 1, 2, 4, 2, F32), [[1, 2, 5]]),
+    (lambda: frame.nn.FourierFilter1d("f", 1, 2, 8, F32), [[1, 2, 8, 1]]),
 ])
 def test_build_time_errors(make: Callable[[], frame.nn.Module],
                            shapes: list[list[int]]) -> None:

@@ -10,7 +10,9 @@ module the JIT can lower, this can emit.
 How the IR maps to C++:
 
 * a memref is a bare pointer to its element type (the JIT's bare-pointer ABI); a load
-  or store linearises its indices row-major with the static shape;
+  or store linearises its indices row-major with the static shape; a bf16 element is a
+  `std::uint16_t` bit pattern, as it is an i16 in the JIT (the pipeline's
+  arith-expand-bf16 leaves only integer ops on it, so both round identically);
 * a private function (an outlined kernel) is `static`, and its pointer parameters are
   `__restrict`: kernels are outlined precisely so that their memrefs do not alias, and
   that is what lets the compiler vectorise them, as `noalias` does for LLVM;
@@ -27,6 +29,9 @@ How the IR maps to C++:
   GCC compiles to one vfmadd; ops without a vector rule fail on vectors;
 * `frame_rt.parallel_for` (kernels split over threads) is `frame_parallel_for::run`,
   the `std::thread` pool of `thread_pool.py`, with a lambda that calls the task;
+* `frame_rt.row %buf[%t]` (the rows frame-lower-scan hands a scan's step function) is
+  the pointer `buf + t * <row elements>`; functions are emitted callees first (a step
+  function the IR defines after its caller is emitted before it);
 * `frame.layer` / `frame.stage` attributes (on kernel functions and on the calls of
   them) become comments; without them, the kernel name (`..__k3_matmul`) is used.
 
@@ -46,6 +51,7 @@ from xdsl.dialects import arith, func, memref, scf, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     AnyFloat,
+    BFloat16Type,
     DenseIntOrFPElementsAttr,
     Float32Type,
     Float64Type,
@@ -62,7 +68,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from frame_mlir.backend.cpp.thread_pool import POOL_HELPER, POOL_INCLUDES
-from frame_mlir.dialects.frame_rt import ParallelForOp
+from frame_mlir.dialects.frame_rt import ParallelForOp, RowOp
 
 __all__ = [
     "EMIT_RULES",
@@ -212,6 +218,10 @@ def scalar_type(typ: Attribute) -> str:
         if width in (8, 16, 32, 64):
             return f"std::int{width}_t"
         raise CppEmitError(f"no C++ type for integer type {typ}")
+    if isinstance(typ, BFloat16Type):
+        # Storage only, as in the JIT (where it is an i16): arith-expand-bf16 has made
+        # its conversions integer ops on the bits, so both round identically.
+        return "std::uint16_t"
     if isinstance(typ, AnyFloat):
         return _float_type_info(typ)[0]
     raise CppEmitError(f"no C++ type for {typ}")
@@ -279,7 +289,8 @@ class FunctionInfo:
 
 @dataclass
 class CppModule:
-    """The C++ translation of a module: includes, helpers, functions in IR order."""
+    """The C++ translation of a module: includes, helpers, functions in IR order
+    (callees first)."""
 
     includes: set[str] = field(default_factory=set)
     helpers: dict[str, str] = field(default_factory=dict)  # name -> definition
@@ -447,6 +458,9 @@ class CppEmitter:
         self.out = CppModule(includes={"cstdint"})
         self.global_names = Namer(set(_HELPERS))
         self.cpp_names: dict[str, str] = {}
+        #: Functions some function calls (for public ones: the step of a scan).
+        self.called = {o.callee.root_reference.data for o in module.walk()
+                       if isinstance(o, func.CallOp)}
         for op in module.ops:
             if isinstance(op, func.FuncOp):
                 self.cpp_names[op.sym_name.data] = self.global_names.fresh(
@@ -566,10 +580,35 @@ class CppEmitter:
         for b in fn.body.blocks:
             visit_block(b)
 
-    def emit_module(self) -> CppModule:
-        """Emit every op of the module (functions, in IR order)."""
-        defined: set[str] = set()
+    def _callees_first(self) -> list[Operation]:
+        """The module's ops in IR order, except that a function comes after the
+        functions it calls (a step function defined after the function that scans
+        over it): a caller's view of its callee's parameters (`const` or not) is the
+        callee's definition, so a prototype could not disagree with it. Modules whose
+        callees come first already keep their order."""
+        funcs = {op.sym_name.data: op for op in self.module.ops if isinstance(op, func.FuncOp)}
+        order: list[Operation] = []
+        seen: set[int] = set()
+
+        def visit(op: Operation) -> None:
+            if id(op) in seen:
+                return
+            seen.add(id(op))
+            for inner in op.walk():
+                target = inner.callee if isinstance(inner, func.CallOp) else \
+                    inner.task if isinstance(inner, ParallelForOp) else None
+                if target is not None and target.root_reference.data in funcs:
+                    visit(funcs[target.root_reference.data])
+            order.append(op)
+
         for op in self.module.ops:
+            visit(op)
+        return order
+
+    def emit_module(self) -> CppModule:
+        """Emit every op of the module (functions in IR order, callees first)."""
+        defined: set[str] = set()
+        for op in self._callees_first():
             if isinstance(op, func.FuncOp):
                 for call in op.walk():
                     if isinstance(call, func.CallOp) and \
@@ -602,7 +641,8 @@ class CppEmitter:
             elif isinstance(user, memref.StoreOp) and user.memref is arg or \
                     isinstance(user, vector.StoreOp) and user.base is arg:
                 written = True
-            elif isinstance(user, memref.CollapseShapeOp | memref.CastOp):
+            elif isinstance(user, memref.CollapseShapeOp | memref.CastOp) or \
+                    isinstance(user, RowOp) and user.source is arg:
                 r, w = self._param_access(user.results[0])
                 read, written = read or r, written or w
             elif isinstance(user, func.CallOp | ParallelForOp):
@@ -709,6 +749,8 @@ class CppEmitter:
                 parts.append("training loop: `*steps` training steps, losses[i] = step i's loss")
             elif "frame.inference" in fn.attributes:
                 parts.append("inference: the prediction layer's output")
+            elif name in self.called:
+                parts.append("step function: called once per step of a scan")
             else:
                 parts.append("forward and loss")
             size = fn.attributes.get("frame.arena_size")
@@ -799,6 +841,23 @@ def _emit_parallel_for(em: CppEmitter, op: Operation) -> None:
     em.line("});")
 
 
+@_rule(RowOp)
+def _emit_row(em: CppEmitter, op: Operation) -> None:
+    """Row t of a row-major buffer: the pointer to its first element."""
+    assert isinstance(op, RowOp)
+    typ = _memref_type(op.source.type)
+    _memref_type(op.result.type)
+    if not op.result.uses:
+        return
+    t = em.expr(op.index)
+    size = op.row_elements()
+    offset = "" if t == "0" else f" + {t}" if size == 1 else f" + {t} * {size}"
+    name = em.fresh_name(op.result, prefix="row")
+    em.line(f"auto* const {name} = {em.expr(op.source)}{offset};  "
+            f"// row {t} of {shape_text(typ)}")
+    em.bind(op.result, name)
+
+
 def _check_no_alias(em: CppEmitter, call: func.CallOp) -> None:
     """`__restrict` parameters promise that the memrefs of a call do not overlap; the
     pipeline outlines kernels so that they don't. Check it rather than trust it: two
@@ -868,6 +927,10 @@ def _view_name(em: CppEmitter, op: memref.ViewOp) -> str:
     """Name a view of the arena after what first computes into it: `fc1_matmul` (layer
     fc1, kernel of frame.matmul), `fc2_matmul_grad` in the backward stage."""
     calls = [u.operation for u in op.result.uses if isinstance(u.operation, func.CallOp)]
+    if any(isinstance(u.operation, RowOp) for u in op.result.uses) or \
+            any(kernel_op_name(c.callee.root_reference.data) is None for c in calls):
+        # A scan's buffers (its rows, its step's arena): named as the IR names them.
+        return em.local_names.fresh(op.result.name_hint or "scan")
 
     def writes(call: func.CallOp) -> bool:
         info = em.out.info.get(call.callee.root_reference.data)
@@ -1235,6 +1298,10 @@ def _emit_select(em: CppEmitter, op: Operation) -> None:
        arith.ExtFOp, arith.TruncFOp)
 def _emit_cast(em: CppEmitter, op: Operation) -> None:
     (src,) = op.operands
+    if any(isinstance(v.type, BFloat16Type) for v in (src, op.results[0])):
+        # a static_cast would convert the bit pattern's integer value
+        raise CppEmitError(f"{op.name} to or from bf16 is not supported: run "
+                           "arith-expand-bf16 first (bf16 is stored as its bits)")
     em.define(op.results[0], f"static_cast<{scalar_type(op.results[0].type)}>"
                              f"({em.expr(src)})")
 
@@ -1259,7 +1326,10 @@ def _emit_fptoui(em: CppEmitter, op: Operation) -> None:
 def _emit_bitcast(em: CppEmitter, op: Operation) -> None:
     (src,) = op.operands
     fn = em.helper("frame_bitcast")
-    em.define(op.results[0], f"{fn}<{scalar_type(op.results[0].type)}>({em.expr(src)})")
+    # The source type spelled out: a constant operand is an int literal (`15821` for an
+    # i16), whose deduced type would have the wrong size.
+    em.define(op.results[0], f"{fn}<{scalar_type(op.results[0].type)}, "
+                             f"{scalar_type(src.type)}>({em.expr(src)})")
 
 
 # --------------------------------------------------------------------------------------

@@ -1,0 +1,250 @@
+"""The frame dialect's recurrence family: `frame.scan`, a time loop whose body is one
+step, written once as a function, so the IR's size does not grow with the number of
+steps (LSTM, LIF neurons, ...).
+
+`frame.scan @step(%init, %seq_0, ..., %inv_0, ...)` runs, for t = 0 .. length-1
+(length-1 .. 0 with `reverse`),
+
+    carry = @step(carry, seq_0[t], ..., inv_0, ...)      (carry starts at %init)
+
+and returns every step's carry stacked along a new leading axis: `[length, *carry]`.
+`num_sequences` operands after %init are sequences of `[length, ...]` (the step sees
+one row); the rest are invariants, passed whole at every step. `@step` is an ordinary
+frame function `(carry, rows..., invariants...) -> carry` of the same module, compiled
+once; a frontend packs several states into one carry (concat / slice).
+
+The VJP (`_vjp_scan`) is another scan, in reverse, over `@<step>_vjp`, a function this
+file derives from `@step` with the VJP table: its carry packs the carry's adjoint with
+the step's adjoints of its rows and invariants (each flattened), the invariants'
+gradients are then summed over the steps. The lowering lives with the bufferizer
+(`frame-bufferize` gives the scan a result buffer and the step's arena a slot in the
+caller's) and `frame-lower-scan` (a loop of calls to the step function).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from math import prod
+from typing import Any
+
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import IntegerAttr, SymbolRefAttr, TensorType, UnitAttr, i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.irdl import (
+    irdl_op_definition,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
+from xdsl.utils.exceptions import VerifyException
+
+from frame_mlir.dialects import frame as _frame
+from frame_mlir.dialects.frame import AnyF32Tensor, FrameOp, Shape, ShapeError, _fmt
+
+
+@irdl_op_definition
+class ScanOp(FrameOp):
+    """A time loop over the step function `@body`, returning the stacked carries.
+    ``%hs = frame.scan @step(%h0, %xs, %w) {length = 4 : i64, num_sequences = 1 : i64} : (tensor<2x3xf32>, tensor<4x2x3xf32>, tensor<3x3xf32>) -> tensor<4x2x3xf32>``"""
+
+    name = "frame.scan"
+    body = prop_def(SymbolRefAttr)
+    inputs = var_operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+    length = prop_def(IntegerAttr)
+    num_sequences = prop_def(IntegerAttr)
+    reverse = opt_prop_def(UnitAttr)
+    assembly_format = "$body `(` $inputs `)` attr-dict `:` functional-type($inputs, results)"
+
+    def __init__(self, body: str, init: SSAValue, sequences: Sequence[SSAValue],
+                 invariants: Sequence[SSAValue], length: int, reverse: bool = False):
+        ops = [SSAValue.get(v) for v in (init, *sequences, *invariants)]
+        attrs = {"length": length, "num_sequences": len(sequences)}
+        super().__init__(operands=[ops], result_types=[self.result_type_for(ops, **attrs)],
+                         properties={"body": SymbolRefAttr(body),
+                                     "length": IntegerAttr(length, i64),
+                                     "num_sequences": IntegerAttr(len(sequences), i64),
+                                     "reverse": UnitAttr() if reverse else None})
+
+    def parts(self) -> tuple[SSAValue, list[SSAValue], list[SSAValue]]:
+        """(init, sequences, invariants)."""
+        k = self.num_sequences.value.data
+        ins = list(self.inputs)
+        return ins[0], ins[1:1 + k], ins[1 + k:]
+
+    def rule_attrs(self) -> dict[str, object]:
+        return {"length": self.length.value.data, "num_sequences": self.num_sequences.value.data}
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        length, k = int(attrs["length"]), int(attrs["num_sequences"])  # type: ignore[call-overload]
+        if not shapes:
+            raise ShapeError("frame.scan: expected an initial carry, found no operands")
+        if length < 1:
+            raise ShapeError(f"frame.scan: length expected >= 1, found {length}")
+        if not 0 <= k <= len(shapes) - 1:
+            raise ShapeError(f"frame.scan: num_sequences expected in [0, {len(shapes) - 1}], "
+                             f"found {k}")
+        for i, s in enumerate(shapes[1:1 + k], 1):
+            if not s or s[0] != length:
+                raise ShapeError(f"frame.scan: sequence operand #{i} expected a leading dim "
+                                 f"of {length} (the length), found {_fmt(s)}")
+        return (length, *shapes[0])
+
+    def step_types(self) -> tuple[list[TensorType], TensorType]:
+        """The step function's argument types and its result (carry) type."""
+        init, seqs, invs = self.parts()
+        row = [_frame.tensor_type((_frame.static_shape(s) or ())[1:], _frame.element_type(s))
+               for s in seqs]
+        return [init.type, *row, *(v.type for v in invs)], init.type  # type: ignore[list-item]
+
+    def verify_(self) -> None:
+        super().verify_()
+        callee = SymbolTable.lookup_symbol(self, self.body)
+        if callee is None:
+            # A scan being built outside a module has nothing to look up yet.
+            if self.get_toplevel_object() is not self and isinstance(
+                    self.get_toplevel_object(), builtin.ModuleOp):
+                raise VerifyException(f"frame.scan: step function {self.body} not found")
+            return
+        if not isinstance(callee, func.FuncOp):
+            raise VerifyException(f"frame.scan: {self.body} expected a func.func, found "
+                                  f"{callee.name}")
+        if any(_frame.static_shape(v) is None for v in self.inputs):
+            return
+        args, carry = self.step_types()
+        want = func.FunctionType.from_lists(args, [carry])
+        if callee.function_type != want:
+            raise VerifyException(f"frame.scan: step function {self.body} type expected "
+                                  f"{want}, found {callee.function_type}")
+
+
+OPS = [ScanOp]
+
+
+# --- VJP rule -------------------------------------------------------------------------
+
+Adjoints = list[SSAValue | None]
+Emit = Callable[[Operation], SSAValue]
+
+
+def _flat(emit: Emit, v: SSAValue) -> SSAValue:
+    shape = _frame.static_shape(v) or ()
+    return emit(_frame.ReshapeOp(v, _frame.tensor_type((prod(shape),),
+                                                       _frame.element_type(v))))
+
+
+def _module_of(op: Operation) -> builtin.ModuleOp:
+    top = op.get_toplevel_object()
+    if not isinstance(top, builtin.ModuleOp):
+        raise VerifyException("frame.scan: differentiating a scan needs its module (the "
+                              "step function lives there)")
+    return top
+
+
+def step_vjp_function(step: func.FuncOp, name: str, n_rows: int) -> tuple[func.FuncOp, list[int]]:
+    """`@name(packed, carry, rows..., dy_row, invariants...) -> packed'`: one reverse
+    step, in the scan's argument order (carry, rows, invariants) with the carry
+    `packed` = [d carry, d rows..., d invariants...] flattened and concatenated and
+    the step's carry and the output's adjoint dy as rows. Only the d carry part of
+    `packed` is read (the adjoint arriving from step t+1), to which dy_row is added;
+    the result packs this step's adjoints. Also returns the packed sizes."""
+    from frame_mlir.nn.graph import Graph
+    from frame_mlir.passes.frame_autodiff import reverse_sweep
+
+    arg_types = list(step.function_type.inputs.data)
+    carry_t = step.function_type.outputs.data[0]
+    sizes = [prod(_frame.static_shape(t) or ()) for t in arg_types]
+    g = Graph(name)
+
+    def arg(t: Any, hint: str) -> SSAValue:
+        return g.add_input(_frame.static_shape(t) or (), hint, elem=_frame.element_type(t))
+    packed = g.add_input((sum(sizes),), "packed", elem=_frame.element_type(carry_t))
+    args = [arg(t, f"a{i}") for i, t in enumerate(arg_types[:1 + n_rows])]
+    dy = arg(carry_t, "dy")
+    args += [arg(t, f"a{i}") for i, t in enumerate(arg_types[1 + n_rows:], 1 + n_rows)]
+    # The step's body, inlined on the arguments.
+    mapping: dict[SSAValue, SSAValue] = dict(zip(step.body.blocks[0].args, args, strict=True))
+    ops: list[Operation] = []
+    ret = step.body.blocks[0].last_op
+    assert isinstance(ret, func.ReturnOp)
+    for o in step.body.blocks[0].ops:
+        if o is ret:
+            continue
+        clone = o.clone(value_mapper=mapping)
+        for key in ("frame.stage",):
+            clone.attributes.pop(key, None)
+        g.emit(clone)
+        for old, new in zip(o.results, clone.results, strict=True):
+            mapping[old] = new
+        ops.append(clone)
+    out = mapping.get(ret.operands[0], ret.operands[0])
+    d_carry_in = g.emit(_frame.ReshapeOp(g.emit(_frame.SliceOp(packed, 0, 0, sizes[0])),
+                                         carry_t))
+    seed = g.emit(_frame.AddOp(d_carry_in, dy))
+    adjoint = reverse_sweep(g.emit, ops, args, {out: seed}, f"{name}")
+    parts = []
+    for a in args:
+        adj = adjoint.get(a)
+        if adj is None:
+            adj = g.emit(_frame.ConstantOp(0.0, result_type=a.type))
+        parts.append(_flat(g.emit, adj))
+    result = parts[0] if len(parts) == 1 else g.emit(_frame.ConcatOp(parts, 0))
+    return g.finish([result]), sizes
+
+
+def _vjp_scan(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
+    if op.reverse is not None:
+        raise VerifyException("frame.scan: a reverse scan has no gradient rule")
+    module = _module_of(op)
+    step = SymbolTable.lookup_symbol(op, op.body)
+    assert isinstance(step, func.FuncOp)
+    name = f"{op.body.root_reference.data}_vjp"
+    vjp = SymbolTable.lookup_symbol(module, name)
+    if vjp is None:
+        vjp, _ = step_vjp_function(step, name, op.num_sequences.value.data)
+        Rewriter.insert_op(vjp, InsertPoint.after(step))
+    assert isinstance(vjp, func.FuncOp)
+    init, seqs, invs = op.parts()
+    length = op.length.value.data
+    arg_types = list(step.function_type.inputs.data)
+    sizes = [prod(_frame.static_shape(t) or ()) for t in arg_types]
+    # The carry each step started from: init, then the stacked carries but the last.
+    first = emit(_frame.ReshapeOp(init, _frame.tensor_type(
+        (1, *(_frame.static_shape(init) or ())), _frame.element_type(init))))
+    prev = first if length == 1 else emit(_frame.ConcatOp(
+        [first, emit(_frame.SliceOp(op.result, 0, 0, length - 1))], 0))
+    zeros = emit(_frame.ConstantOp(0.0, result_type=_frame.tensor_type(
+        (sum(sizes),), _frame.element_type(init))))
+    packed = emit(ScanOp(vjp.sym_name.data, zeros, [prev, *seqs, dy], invs, length,
+                         reverse=True))
+    out: Adjoints = []
+    offset = 0
+    operands = [init, *seqs, *invs]
+    for i, (v, size) in enumerate(zip(operands, sizes, strict=True)):
+        lo, hi = offset, offset + size
+        offset = hi
+        if not need[i]:
+            out.append(None)
+            continue
+        shape = _frame.static_shape(v) or ()
+        elem = _frame.element_type(v)
+        if i == 0:  # d init: what the first step passed back
+            row = emit(_frame.SliceOp(emit(_frame.SliceOp(packed, 0, 0, 1)), 1, lo, hi))
+            out.append(emit(_frame.ReshapeOp(row, _frame.tensor_type(shape, elem))))
+        elif i <= len(seqs):  # d sequence: one row per step
+            rows = emit(_frame.SliceOp(packed, 1, lo, hi))
+            out.append(emit(_frame.ReshapeOp(rows, _frame.tensor_type(shape, elem))))
+        else:  # d invariant: summed over the steps
+            total = emit(_frame.SumOp(emit(_frame.SliceOp(packed, 1, lo, hi)), [0]))
+            out.append(emit(_frame.ReshapeOp(total, _frame.tensor_type(shape, elem))))
+    return out
+
+
+VJP_RULES: dict[type[Operation], Callable[..., Adjoints]] = {ScanOp: _vjp_scan}
+
+#: No linalg lowering: frame-bufferize and frame-lower-scan lower the scan.
+LOWERINGS: dict[type[Operation], Callable[[Any, Operation], SSAValue]] = {}
