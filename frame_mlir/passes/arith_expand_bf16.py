@@ -147,6 +147,11 @@ class ArithExpandBf16(ModulePass):
 
     name = "arith-expand-bf16"
 
+    def has_work(self, op: builtin.ModuleOp) -> bool:
+        """Whether any op yields a bf16 value (else the pass is skipped: no rewrite
+        walk, no re-verification of IR it would not change)."""
+        return any(_is_bf16(r.type) for o in op.walk() for r in o.results)
+
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         PatternRewriteWalker(_ExpandBf16(), apply_recursively=False).rewrite_module(op)
 

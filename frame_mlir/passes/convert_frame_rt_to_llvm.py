@@ -218,6 +218,10 @@ class ConvertFrameRtToLLVMPass(ModulePass):
 
     name = "convert-frame-rt-to-llvm"
 
+    def has_work(self, op: ModuleOp) -> bool:
+        """Whether any frame_rt op is left to lower (else the pipeline skips the pass)."""
+        return any(o.name.startswith("frame_rt.") for o in op.walk())
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for inner in list(op.walk()):
             if isinstance(inner, ParallelForOp):

@@ -70,6 +70,10 @@ class FrameLowerScan(ModulePass):
 
     name = "frame-lower-scan"
 
+    def has_work(self, op: builtin.ModuleOp) -> bool:
+        """Whether the module holds a scan (else the pipeline skips the pass)."""
+        return any(isinstance(o, ScanOp) for o in op.walk())
+
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         functions = {f.sym_name.data: f for f in op.ops if isinstance(f, func.FuncOp)}
         for fn in self._callees_first(functions):

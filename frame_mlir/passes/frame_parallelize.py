@@ -197,6 +197,10 @@ class FrameParallelize(ModulePass):
     min_work: int = MIN_PARALLEL_WORK
     """Innermost iterations a nest needs to be split (0: split every parallel loop)."""
 
+    def has_work(self, op: builtin.ModuleOp) -> bool:
+        """One thread leaves the loops as they are: the pipeline skips the pass."""
+        return self.threads != 1
+
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         if self.threads < 1:
             raise fail(self.name, None, f"threads must be a positive integer, found "
