@@ -10,29 +10,25 @@ IR."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from cpp_vs_jit import CXX, assert_cpp_matches_jit, same_bits
 from xdsl.dialects import builtin
 from xdsl.ir import SSAValue
 
-from frame_mlir.backend.cpp.emitter import emit_module
 from frame_mlir.compile_options import CompileOptions
 from frame_mlir.dialects import frame
 from frame_mlir.nn.graph import Graph
 from frame_mlir.nn.module import ParamSpec, UniformSeeded, add_parameter_inputs
-from frame_mlir.passes.pipeline import run_pipeline
 from frame_mlir.runtime.executable import Executable, compile_module
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-CXX = shutil.which("g++") or shutil.which("c++")
 #: Shapes of the family module's inputs.
 X, W, XT, WT, X1 = (2, 4, 7, 9), (4, 2, 3, 2), (2, 4, 3, 4), (4, 3, 3, 2), (2, 3, 10)
 #: Edge values of the selection tests: NaN, both infinities, both zeros, a denormal,
@@ -98,20 +94,6 @@ def _inputs(rng: np.random.Generator, special: bool = True) -> list[np.ndarray]:
     return arrays
 
 
-def _same_bits(a: np.ndarray, b: np.ndarray, what: str) -> None:
-    """Equal float32 bit patterns, any NaN matching any NaN."""
-    a32, b32 = np.asarray(a, np.float32).reshape(-1), np.asarray(b, np.float32).reshape(-1)
-    assert a32.shape == b32.shape, f"{what}: {a32.shape} vs {b32.shape}"
-    same = (np.isnan(a32) & np.isnan(b32)) | (a32.view(np.uint32) == b32.view(np.uint32))
-    assert same.all(), f"{what}: {int((~same).sum())} elements differ: {a32[~same][:5]} vs " \
-                       f"{b32[~same][:5]}"
-
-
-def _c_array(name: str, a: np.ndarray) -> str:
-    vals = ", ".join(f"{float(v).hex()}f" if np.isfinite(v) else
-                     ("NAN" if np.isnan(v) else ("INFINITY" if v > 0 else "-INFINITY"))
-                     for v in a.reshape(-1))
-    return f"static float {name}[{a.size}] = {{{vals}}};"
 
 
 @pytest.mark.skipif(CXX is None, reason="a C++ compiler is needed")
@@ -119,38 +101,7 @@ def test_emitted_cpp_computes_the_same_bits_as_the_jit(tmp_path: Path) -> None:
     """The loops stage of every new kernel of the family emitted as C++, compiled with
     g++ (-O2, no FP contraction, as the emitted programs are) and run on random values
     with ties, NaN and -inf windows: the same bits as the JIT's."""
-    args = _inputs(np.random.default_rng(7))
-    jit = compile_module(_module(), options=CompileOptions(threads=1), cache=None)("fam", *args)
-    module = _module()
-    run_pipeline(module, None, stop_after="loops", options=CompileOptions(threads=1))
-    names = [f"in{i}" for i in range(len(args))]
-    outs = [np.asarray(o) for o in jit]
-    decls = "\n".join([*(_c_array(n, a) for n, a in zip(names, args, strict=True)),
-                       *(f"static float out{i}[{o.size}];" for i, o in enumerate(outs))])
-    prints = "\n".join(f'  for (int j = 0; j < {o.size}; ++j) std::printf("%a\\n", '
-                       f"double(out{i}[j]));" for i, o in enumerate(outs))
-    main = f"""
-#include <cmath>
-#include <cstdio>
-{decls}
-alignas(64) static std::uint8_t arena[1 << 22];
-int main() {{
-  fam({", ".join(names)}, {", ".join(f"out{i}" for i in range(len(outs)))}, arena);
-{prints}
-}}
-"""
-    src = tmp_path / "fam.cpp"
-    src.write_text(emit_module(module).text() + main)
-    exe = tmp_path / "fam"
-    subprocess.run([CXX, "-std=c++17", "-O2", "-ffp-contract=off", str(src), "-o", str(exe)],
-                   check=True, capture_output=True, text=True)
-    got = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
-    flat = np.array([float.fromhex(v) if "nan" not in v else np.nan for v in got], np.float32)
-    at = 0
-    for i, want in enumerate(outs):
-        _same_bits(flat[at:at + want.size], want, f"output {i}")
-        at += want.size
-    assert at == flat.size
+    assert_cpp_matches_jit(_module, "fam", _inputs(np.random.default_rng(7)), tmp_path)
 
 
 def test_family_module_matches_torch() -> None:
@@ -237,8 +188,8 @@ def test_max_selections_match_torch_bitwise(kind: str) -> None:
         tx = torch.from_numpy(x.copy()).requires_grad_()
         ty = ref(tx)
         (tdx,) = torch.autograd.grad(ty, tx, torch.from_numpy(dy))
-        _same_bits(y, ty.detach().numpy(), f"{kind} forward, trial {trial}")
-        _same_bits(dx, tdx.numpy(), f"{kind} gradient, trial {trial}")
+        same_bits(y, ty.detach().numpy(), f"{kind} forward, trial {trial}")
+        same_bits(dx, tdx.numpy(), f"{kind} gradient, trial {trial}")
 
 
 SMALL = {"l1_bytes": 2048, "l2_bytes": 32768}
@@ -316,7 +267,7 @@ def test_the_same_bits_for_every_thread_count() -> None:
         "fam", *args) for t in (1, 2, 3)]
     for other in outs[1:]:
         for i, (a, b) in enumerate(zip(outs[0], other, strict=True)):
-            _same_bits(a, b, f"output {i}")
+            same_bits(a, b, f"output {i}")
 
 
 def test_float16_storage_matches_torch() -> None:

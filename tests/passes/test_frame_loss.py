@@ -8,28 +8,24 @@ label out of range; and the emitted C++ against the JIT, bit for bit."""
 from __future__ import annotations
 
 import functools
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from cpp_vs_jit import CXX, assert_cpp_matches_jit, same_bits
 from xdsl.dialects import builtin
 from xdsl.ir import SSAValue
 
-from frame_mlir.backend.cpp.emitter import emit_module
 from frame_mlir.compile_options import CompileOptions
 from frame_mlir.dialects import frame
 from frame_mlir.nn.graph import Graph
 from frame_mlir.nn.module import ParamSpec, UniformSeeded, add_parameter_inputs
-from frame_mlir.passes.pipeline import run_pipeline
 from frame_mlir.runtime.executable import Executable, compile_module
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-CXX = shutil.which("g++") or shutil.which("c++")
 N, C = 6, 5
 REDUCTIONS = ("mean", "sum", "none")
 OPS = {"nll_loss": (frame.NllLossOp, F.nll_loss),
@@ -181,7 +177,7 @@ def test_cross_entropy_is_stable_and_matches_log_softmax_then_nll() -> None:
     ex = compile_module(builtin.ModuleOp([g.finish(outs)]), cache=None)
     dys = np.linspace(0.5, 1.5, N, dtype=np.float32)
     ce, nll, grad = ex("hard", xs, lab, dys)
-    _same_bits(ce, nll, "cross_entropy vs nll_loss(log_softmax)")
+    same_bits(ce, nll, "cross_entropy vs nll_loss(log_softmax)")
     tx = torch.from_numpy(xs).double().requires_grad_()
     ref = F.cross_entropy(tx, torch.from_numpy(lab), reduction="none")
     (ref * torch.from_numpy(dys).double()).sum().backward()
@@ -232,12 +228,6 @@ def test_label_out_of_range_is_a_run_time_error(op: str, bad: list[int], row: in
     assert np.isfinite(ex(name, _x(0), ok, _r("mean", 0))[0])
 
 
-def _same_bits(a: np.ndarray, b: np.ndarray, what: str) -> None:
-    """Equal float32 bit patterns, any NaN matching any NaN."""
-    nan = np.isnan(a) & np.isnan(b)
-    same = nan | (a.view(np.uint32) == b.view(np.uint32))
-    assert same.all(), f"{what}: {a[~same]} vs {b[~same]}"
-
 
 def _cpp_module() -> builtin.ModuleOp:
     """@fam(x, labels i64, dy) -> every loss op, reduction and gradient op."""
@@ -264,42 +254,4 @@ def test_emitted_cpp_computes_the_same_bits_as_the_jit(tmp_path: Path) -> None:
     xs[0, 1] = np.inf
     lab = np.array(LABELS["some_ignored"][0], np.int64)
     dys = np.linspace(-1.5, 1.5, N, dtype=np.float32)
-    jit = compile_module(_cpp_module(), options=CompileOptions(threads=1), cache=None)(
-        "fam", xs, lab, dys)
-    module = _cpp_module()
-    run_pipeline(module, None, stop_after="loops", options=CompileOptions(threads=1))
-
-    def floats(a: np.ndarray) -> str:
-        return ", ".join(f"{float(v).hex()}f" if np.isfinite(v) else
-                         ("NAN" if np.isnan(v) else ("INFINITY" if v > 0 else "-INFINITY"))
-                         for v in a.reshape(-1))
-    outs = len(jit)
-    size = max(np.asarray(o).size for o in jit)
-    main = f"""
-#include <cmath>
-#include <cstdio>
-static float x[{N * C}] = {{{floats(xs)}}};
-static std::int64_t labels[{N}] = {{{", ".join(str(int(v)) for v in lab)}}};
-static float dy[{N}] = {{{floats(dys)}}};
-static float out[{outs}][{size}];
-static const int sizes[{outs}] = {{{", ".join(str(np.asarray(o).size) for o in jit)}}};
-alignas(64) static std::uint8_t arena[1 << 20];
-int main() {{
-  fam(x, labels, dy, {", ".join(f"out[{i}]" for i in range(outs))}, arena);
-  for (int i = 0; i < {outs}; ++i)
-    for (int j = 0; j < sizes[i]; ++j) std::printf("%a\\n", double(out[i][j]));
-}}
-"""
-    src = tmp_path / "fam.cpp"
-    src.write_text(emit_module(module).text() + main)
-    exe = tmp_path / "fam"
-    subprocess.run([CXX, "-std=c++17", "-O2", "-ffp-contract=off", str(src), "-o", str(exe)],
-                   check=True, capture_output=True, text=True)
-    got = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
-    flat = np.array([float.fromhex(v) if "nan" not in v else np.nan for v in got], np.float32)
-    at = 0
-    for i in range(outs):
-        want = np.asarray(jit[i]).reshape(-1)
-        _same_bits(flat[at:at + want.size], want, f"output {i}")
-        at += want.size
-    assert at == flat.size
+    assert_cpp_matches_jit(_cpp_module, "fam", [xs, lab, dys], tmp_path)

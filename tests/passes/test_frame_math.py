@@ -6,25 +6,21 @@ softmax and normalization families)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from cpp_vs_jit import CXX, assert_cpp_matches_jit, same_bits
 from xdsl.dialects import builtin
 
-from frame_mlir.backend.cpp.emitter import emit_module
 from frame_mlir.compile_options import CompileOptions
 from frame_mlir.dialects import frame
 from frame_mlir.nn.graph import Graph
-from frame_mlir.passes.pipeline import run_pipeline
 from frame_mlir.runtime.executable import compile_module
 
 torch = pytest.importorskip("torch")
 
-CXX = shutil.which("g++") or shutil.which("c++")
 SHAPE = (4, 6)
 #: NaN, both infinities, both zeros, a denormal, values at and around the op's kinks.
 EDGE = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 0.1, -0.5, 0.25, 6.0,
@@ -61,13 +57,6 @@ def _module() -> builtin.ModuleOp:
     return builtin.ModuleOp([g.finish(_ops(g, x, dy))])
 
 
-def _same_bits(a: np.ndarray, b: np.ndarray, what: str) -> None:
-    """Equal float32 bit patterns, any NaN matching any NaN."""
-    nan = np.isnan(a) & np.isnan(b)
-    same = nan | (a.view(np.uint32) == b.view(np.uint32))
-    assert same.all(), f"{what}: {a[~same]} vs {b[~same]}"
-
-
 def test_selections_match_torch_bitwise_on_edge_values() -> None:
     """hardtanh / relu6, threshold and abs select or negate values: torch's float32
     results are exact, so ours must be the same bits on NaN, +-inf, +-0, denormals and
@@ -80,13 +69,13 @@ def test_selections_match_torch_bitwise_on_edge_values() -> None:
     checks = {3: torch.abs(tx), 9: f.hardtanh(tx, -0.5, 0.25), 11: f.threshold(tx, 0.1, -2.0),
               13: tx - 0.75}
     for i, ref in checks.items():
-        _same_bits(outs[i], ref.detach().numpy(), f"output {i}")
+        same_bits(outs[i], ref.detach().numpy(), f"output {i}")
     # Gradients at a NaN input are left out: torch's own differ between its vector
     # and scalar paths there (relu6'(NaN) * dy is 0 in a 16-lane block, dy in the tail).
     finite = ~np.isnan(EDGE)
     for i, ref in ((4, torch.abs(tx)), (10, f.relu6(tx)), (12, f.threshold(tx, 0.1, -2.0))):
         (grad,) = torch.autograd.grad(ref, tx, tdy)
-        _same_bits(outs[i][finite], grad.numpy()[finite], f"gradient output {i}")
+        same_bits(outs[i][finite], grad.numpy()[finite], f"gradient output {i}")
 
 
 @pytest.mark.skipif(CXX is None, reason="a C++ compiler is needed")
@@ -94,41 +83,4 @@ def test_emitted_cpp_computes_the_same_bits_as_the_jit(tmp_path: Path) -> None:
     """The loops stage of every op (forward and gradient) emitted as C++, compiled with
     g++ (-O2, no FP contraction, as the emitted programs are) and run on the edge
     values: the same bits as the JIT's (both call the same libm for exp, log, tanh)."""
-    jit = compile_module(_module(), options=CompileOptions(threads=1), cache=None)(
-        "fam", EDGE, DY)
-    module = _module()
-    run_pipeline(module, None, stop_after="loops", options=CompileOptions(threads=1))
-    n = EDGE.size
-    lit = ", ".join(f"{float(v).hex()}f" if np.isfinite(v) else
-                    ("NAN" if np.isnan(v) else ("INFINITY" if v > 0 else "-INFINITY"))
-                    for v in EDGE.reshape(-1))
-    dys = ", ".join(f"{float(v).hex()}f" for v in DY.reshape(-1))
-    outs = len(jit)
-    size = max(np.asarray(o).size for o in jit)
-    main = f"""
-#include <cmath>
-#include <cstdio>
-static float x[{n}] = {{{lit}}};
-static float dy[{n}] = {{{dys}}};
-static float out[{outs}][{size}];
-static const int sizes[{outs}] = {{{", ".join(str(np.asarray(o).size) for o in jit)}}};
-alignas(64) static std::uint8_t arena[1 << 20];
-int main() {{
-  fam(x, dy, {", ".join(f"out[{i}]" for i in range(outs))}, arena);
-  for (int i = 0; i < {outs}; ++i)
-    for (int j = 0; j < sizes[i]; ++j) std::printf("%a\\n", double(out[i][j]));
-}}
-"""
-    src = tmp_path / "fam.cpp"
-    src.write_text(emit_module(module).text() + main)
-    exe = tmp_path / "fam"
-    subprocess.run([CXX, "-std=c++17", "-O2", "-ffp-contract=off", str(src), "-o", str(exe)],
-                   check=True, capture_output=True, text=True)
-    got = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
-    flat = np.array([float.fromhex(v) if "nan" not in v else np.nan for v in got], np.float32)
-    at = 0
-    for i in range(outs):
-        want = np.asarray(jit[i]).reshape(-1)
-        _same_bits(flat[at:at + want.size], want, f"output {i}")
-        at += want.size
-    assert at == flat.size
+    assert_cpp_matches_jit(_module, "fam", [EDGE, DY], tmp_path)

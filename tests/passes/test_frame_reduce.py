@@ -6,27 +6,23 @@ for bit, on every op of the family and the broadcasting binary ops."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from cpp_vs_jit import CXX, assert_cpp_matches_jit, same_bits
 from xdsl.dialects import builtin
 from xdsl.utils.exceptions import VerifyException
 
-from frame_mlir.backend.cpp.emitter import emit_module
 from frame_mlir.compile_options import CompileOptions
 from frame_mlir.dialects import frame
 from frame_mlir.nn.graph import Graph
-from frame_mlir.passes.pipeline import run_pipeline
 from frame_mlir.runtime.executable import compile_module
 
 torch = pytest.importorskip("torch")
 
-CXX = shutil.which("g++") or shutil.which("c++")
 SHAPE = (2, 3, 4)
 #: Few distinct values, so that groups hold tied maxima; NaN, both infinities, both
 #: zeros and a denormal among them.
@@ -37,13 +33,6 @@ TIES = np.array([1.0, 0.0, 1.0, -1.0, 1.0, 1.0, 0.5, np.nan, 0.5, np.nan, -0.0, 
 AXES: tuple[tuple[tuple[int, ...] | None, bool], ...] = (
     ((2,), False), ((1,), True), ((0, 2), False), ((0, 1), True), (None, False), (None, True))
 
-
-def _same_bits(a: np.ndarray, b: np.ndarray, what: str) -> None:
-    """Equal float32 bit patterns, any NaN matching any NaN."""
-    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
-    assert a.shape == b.shape, f"{what}: shape {a.shape} vs {b.shape}"
-    same = (np.isnan(a) & np.isnan(b)) | (a.view(np.uint32) == b.view(np.uint32))
-    assert same.all(), f"{what}: {a[~same]} vs {b[~same]} at {np.argwhere(~same)[:3].tolist()}"
 
 
 def _first_max(x: Any, axes: Sequence[int] | None, keepdims: bool) -> Any:
@@ -82,11 +71,11 @@ def test_max_and_its_gradient_match_torch_bitwise_on_ties_and_nan(
     tx = torch.from_numpy(TIES.copy()).requires_grad_()
     ref = _first_max(tx, axes, keepdims)
     (grad,) = torch.autograd.grad(ref, tx, torch.from_numpy(dy))
-    _same_bits(m, ref.detach().numpy(), "max values")
+    same_bits(m, ref.detach().numpy(), "max values")
     amax = torch.amax(torch.from_numpy(TIES), dim=tuple(range(3)) if axes is None else axes,
                       keepdim=keepdims).numpy()
     assert ((m == amax) | (np.isnan(m) & np.isnan(amax))).all(), "max values vs torch.amax"
-    _same_bits(dx, grad.numpy(), "max gradient")
+    same_bits(dx, grad.numpy(), "max gradient")
     assert np.count_nonzero(dx) == dy.size  # one element per group
 
 
@@ -117,15 +106,15 @@ def test_maximum_minimum_and_their_gradients_match_torch_on_ties_and_nan(name: s
     tb = torch.from_numpy(b.copy()).expand(SHAPE).clone().requires_grad_()
     ref = getattr(torch, name)(ta, tb)
     ref_a, ref_b = torch.autograd.grad(ref, (ta, tb), torch.from_numpy(dy))
-    _same_bits(ga, ref_a.numpy(), f"{name}_grad wrt a")
-    _same_bits(gb, ref_b.numpy(), f"{name}_grad wrt b")
+    same_bits(ga, ref_a.numpy(), f"{name}_grad wrt a")
+    same_bits(gb, ref_b.numpy(), f"{name}_grad wrt b")
     # Values: torch's vector path returns b for equal operands, its scalar tail a; they
     # differ only for -0.0 vs +0.0, so there only the value is compared. Ours is b.
     aa, bb = np.broadcast_arrays(a, b)
     zeros = (aa == 0) & (bb == 0)
-    _same_bits(y[~zeros], ref.detach().numpy()[~zeros], f"{name} values")
+    same_bits(y[~zeros], ref.detach().numpy()[~zeros], f"{name} values")
     assert (y[zeros] == 0).all()
-    _same_bits(y[zeros], bb[zeros], f"{name} of zeros (ours: the rhs)")
+    same_bits(y[zeros], bb[zeros], f"{name} of zeros (ours: the rhs)")
 
 
 def test_keepdims_shapes() -> None:
@@ -227,41 +216,4 @@ def test_emitted_cpp_computes_the_same_bits_as_the_jit(tmp_path: Path) -> None:
     broadcasting binary ops, emitted as C++, compiled with g++ (-O2, no FP contraction,
     as the emitted programs are) and run on ties, NaN, infinities and zeros: the same
     bits as the JIT's."""
-    jit = compile_module(_module(), options=CompileOptions(threads=1), cache=None)(
-        "fam", X, DY)
-    module = _module()
-    run_pipeline(module, None, stop_after="loops", options=CompileOptions(threads=1))
-    n = X.size
-    lit = ", ".join(f"{float(v).hex()}f" if np.isfinite(v) else
-                    ("NAN" if np.isnan(v) else ("INFINITY" if v > 0 else "-INFINITY"))
-                    for v in X.reshape(-1))
-    dys = ", ".join(f"{float(v).hex()}f" for v in DY.reshape(-1))
-    outs = len(jit)
-    size = max(np.asarray(o).size for o in jit)
-    main = f"""
-#include <cmath>
-#include <cstdio>
-static float x[{n}] = {{{lit}}};
-static float dy[{n}] = {{{dys}}};
-static float out[{outs}][{size}];
-static const int sizes[{outs}] = {{{", ".join(str(np.asarray(o).size) for o in jit)}}};
-alignas(64) static std::uint8_t arena[1 << 20];
-int main() {{
-  fam(x, dy, {", ".join(f"out[{i}]" for i in range(outs))}, arena);
-  for (int i = 0; i < {outs}; ++i)
-    for (int j = 0; j < sizes[i]; ++j) std::printf("%a\\n", double(out[i][j]));
-}}
-"""
-    src = tmp_path / "fam.cpp"
-    src.write_text(emit_module(module).text() + main)
-    exe = tmp_path / "fam"
-    subprocess.run([CXX, "-std=c++17", "-O2", "-ffp-contract=off", str(src), "-o", str(exe)],
-                   check=True, capture_output=True, text=True)
-    got = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
-    flat = np.array([float.fromhex(v) if "nan" not in v else np.nan for v in got], np.float32)
-    at = 0
-    for i in range(outs):
-        want = np.asarray(jit[i], np.float32).reshape(-1)
-        _same_bits(flat[at:at + want.size], want, f"output {i}")
-        at += want.size
-    assert at == flat.size
+    assert_cpp_matches_jit(_module, "fam", [X, DY], tmp_path)

@@ -7,31 +7,28 @@ for powers of two, the verifier's messages, and the emitted C++ against the JIT.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from math import log2, prod
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from cpp_vs_jit import CXX, assert_cpp_matches_jit
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
-from frame_mlir.backend.cpp.emitter import emit_module
 from frame_mlir.compile_options import CompileOptions
 from frame_mlir.dialects import frame
 from frame_mlir.dialects.frame_spectral import bins, factors
 from frame_mlir.nn.graph import Graph
 from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
 from frame_mlir.passes.linalg_utils import RED
-from frame_mlir.passes.pipeline import make_context, run_pipeline
+from frame_mlir.passes.pipeline import make_context
 from frame_mlir.runtime.executable import Executable, compile_module
 
-CXX = shutil.which("g++") or shutil.which("c++")
 #: Primes (one direct-DFT stage), composites (mixed radices) and powers of two.
 LENGTHS = (2, 3, 5, 7, 8, 12, 15, 64, 256, 1024)
 BATCH = (2, 3)
@@ -270,39 +267,4 @@ def test_emitted_cpp_computes_the_same_bits_as_the_jit(tmp_path: Path) -> None:
     in-process, the C++ calls std::cos(double)), and everything else is f32 + - * in
     the same order."""
     n = 12
-    args = _inputs(n, 11)
-    jit = _compile(n)("spec", *args)
-    module = _module(n)
-    run_pipeline(module, None, stop_after="loops", options=CompileOptions(threads=1))
-    decls = "\n".join(
-        f"static float a{i}[{a.size}] = {{{', '.join(f'{float(v).hex()}f' for v in a.ravel())}}};"
-        for i, a in enumerate(args))
-    outs = len(jit)
-    size = max(np.asarray(o).size for o in jit)
-    main = f"""
-#include <cmath>
-#include <cstdio>
-{decls}
-static float out[{outs}][{size}];
-static const int sizes[{outs}] = {{{", ".join(str(np.asarray(o).size) for o in jit)}}};
-alignas(64) static std::uint8_t arena[1 << 20];
-int main() {{
-  spec(a0, a1, a2, a3, {", ".join(f"out[{i}]" for i in range(outs))}, arena);
-  for (int i = 0; i < {outs}; ++i)
-    for (int j = 0; j < sizes[i]; ++j) std::printf("%a\\n", double(out[i][j]));
-}}
-"""
-    src = tmp_path / "spec.cpp"
-    src.write_text(emit_module(module).text() + main)
-    exe = tmp_path / "spec"
-    subprocess.run([CXX, "-std=c++17", "-O2", "-ffp-contract=off", str(src), "-o", str(exe)],
-                   check=True, capture_output=True, text=True)
-    got = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
-    flat = np.array([float.fromhex(v) for v in got], np.float32)
-    at = 0
-    for i in range(outs):
-        want = np.asarray(jit[i]).reshape(-1)
-        assert np.array_equal(flat[at:at + want.size].view(np.uint32), want.view(np.uint32)), (
-            f"output {i}: {np.abs(flat[at:at + want.size] - want).max()}")
-        at += want.size
-    assert at == flat.size
+    assert_cpp_matches_jit(lambda: _module(n), "spec", _inputs(n, 11), tmp_path)
