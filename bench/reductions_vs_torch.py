@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import frame  # noqa: E402
-from frame_mlir.passes import convert_frame_to_linalg  # noqa: E402
+from frame_mlir.dialects import frame_reduce  # noqa: E402
 
 SHAPES = [(2_000_000,), (64, 3, 64, 64), (100_000, 1)]
 
@@ -53,12 +53,12 @@ def main() -> int:
         exact_mse = float(np.mean((p.astype(np.float64) - t) ** 2))
         exact_sum = float(p.astype(np.float64).sum())
         blocked = ours(p, t, "blocked")
-        threshold = convert_frame_to_linalg.BLOCKED_SUM_MIN
-        convert_frame_to_linalg.BLOCKED_SUM_MIN = 1 << 62
+        threshold = frame_reduce.BLOCKED_SUM_MIN
+        frame_reduce.BLOCKED_SUM_MIN = 1 << 62
         try:
             sequential = ours(p, t, "sequential")
         finally:
-            convert_frame_to_linalg.BLOCKED_SUM_MIN = threshold
+            frame_reduce.BLOCKED_SUM_MIN = threshold
         tm = torch.nn.functional.mse_loss(torch.from_numpy(p), torch.from_numpy(t)).item()
         ts = torch.from_numpy(p).sum().item()
 

@@ -16,28 +16,36 @@ Each op class carries:
     result shape is defined (builders, the verifier and shape inference use it);
   * a docstring with a one-line IR example.
 
-Gradient rules live in ``frame_mlir.passes.vjp_rules`` and lowerings in
-``frame_mlir.passes.convert_frame_to_linalg``: one table per concern.
+The ops live in family files (`frame_elementwise.py`, `frame_contraction.py`,
+`frame_reduce.py`, `frame_conv.py`, ...; `docs/adding-an-op.md`), each holding its ops'
+shape rules and verifiers, their VJP rules (`VJP_RULES`) and their lowerings
+(`LOWERINGS`); this module imports them at its end, adds their `OPS` to the dialect and
+re-exports the classes (`frame.AddOp`, ...). `frame_mlir.passes.vjp_rules` and
+`frame_mlir.passes.convert_frame_to_linalg` merge the tables: one table per concern.
+
+This module keeps the base classes (`FrameOp`, `UnaryOp`, `BinaryOp`,
+`ElementwiseBinaryOp`, `BroadcastingBinaryOp`), `ShapeError`, the shape helpers, and the
+two core ops the pipeline itself creates rather than a frontend: `frame.constant`
+(autodiff's seeds and every VJP's constants) and `frame.sgd_update` (frame-sgd-fuse),
+with their lowerings (`LOWERINGS` below).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from xdsl.builder import Builder
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     BFloat16Type,
-    DenseArrayBase,
     Float16Type,
     Float32Type,
     FloatAttr,
-    IntegerAttr,
     TensorType,
-    UnitAttr,
     UnrankedTensorType,
     f32,
-    i32,
-    i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
@@ -46,7 +54,6 @@ from xdsl.irdl import (
     base,
     irdl_op_definition,
     operand_def,
-    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -55,6 +62,8 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
+
+from frame_mlir.passes.linalg_utils import f32_const as _f32
 
 Shape = tuple[int, ...]
 
@@ -253,29 +262,6 @@ class BroadcastingBinaryOp(ElementwiseBinaryOp):
         return broadcast_rule(shapes)
 
 
-@irdl_op_definition
-class AddOp(BroadcastingBinaryOp):
-    """Elementwise sum, broadcasting.
-    ``%c = frame.add %a, %b : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>``
-    ``%c = frame.add %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>``"""
-
-    name = "frame.add"
-
-
-@irdl_op_definition
-class SubOp(BroadcastingBinaryOp):
-    """Elementwise difference, broadcasting. ``%c = frame.sub %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>``"""
-
-    name = "frame.sub"
-
-
-@irdl_op_definition
-class MulOp(BroadcastingBinaryOp):
-    """Elementwise product, broadcasting. ``%c = frame.mul %a, %b : (tensor<2x1xf32>, tensor<3xf32>) -> tensor<2x3xf32>``"""
-
-    name = "frame.mul"
-
-
 class UnaryOp(FrameOp):
     """A one-operand op whose shape rule is given by the subclass."""
 
@@ -295,53 +281,6 @@ class UnaryOp(FrameOp):
         return shapes[0]
 
 
-@irdl_op_definition
-class ReluOp(UnaryOp):
-    """max(x, 0) elementwise. ``%y = frame.relu %x : (tensor<8x8xf32>) -> tensor<8x8xf32>``"""
-
-    name = "frame.relu"
-
-
-@irdl_op_definition
-class NegOp(UnaryOp):
-    """-x elementwise. ``%y = frame.neg %x : (tensor<8x1xf32>) -> tensor<8x1xf32>``"""
-
-    name = "frame.neg"
-
-
-@irdl_op_definition
-class SigmoidOp(UnaryOp):
-    """1 / (1 + exp(-x)) elementwise. ``%y = frame.sigmoid %x : (tensor<4xf32>) -> tensor<4xf32>``"""
-
-    name = "frame.sigmoid"
-
-
-@irdl_op_definition
-class HeavisideSurrogateOp(UnaryOp):
-    """Spike function: 1 where x >= 0 (-0.0 included), else 0. Its gradient is the
-    surrogate dy * alpha * s * (1 - s), s = sigmoid(alpha * x) (frame.heaviside_surrogate_grad).
-
-    ``%s = frame.heaviside_surrogate %x {alpha = 2.0 : f32} : (tensor<5xf32>) -> tensor<5xf32>``
-    """
-
-    name = "frame.heaviside_surrogate"
-    alpha = prop_def(FloatAttr)
-
-    def __init__(self, input: SSAValue | Operation, alpha: float):
-        super().__init__(input, None, {"alpha": FloatAttr(alpha, f32)})
-
-    def verify_(self) -> None:
-        super().verify_()
-        _verify_alpha(self.name, self.alpha.value.data)
-
-
-def _verify_alpha(op_name: str, alpha: float) -> None:
-    """The surrogate's steepness: finite and > 0 (NaN fails both)."""
-    if not (alpha > 0 and alpha != float("inf")):
-        raise VerifyException(f"{op_name}: alpha expected finite and > 0, found "
-                              f"{_f32_text(alpha)}")
-
-
 def _f32_text(value: float) -> str:
     """The shortest decimal that reads back as the same float32 (-0.05, not
     -0.05000000074505806, for an f32 attribute holding -0.05)."""
@@ -350,46 +289,6 @@ def _f32_text(value: float) -> str:
         if struct.unpack("<f", struct.pack("<f", float(text)))[0] == value or value != value:
             return text if "e" in text or "." in text or "n" in text else f"{text}.0"
     return repr(value)
-
-
-@irdl_op_definition
-class HeavisideSurrogateGradOp(BinaryOp):
-    """The surrogate gradient of frame.heaviside_surrogate: dy * alpha * s * (1 - s),
-    s = sigmoid(alpha * x).
-
-    ``%dx = frame.heaviside_surrogate_grad %x, %dy {alpha = 2.0 : f32} : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>``
-    """
-
-    name = "frame.heaviside_surrogate_grad"
-    alpha = prop_def(FloatAttr)
-
-    def __init__(self, x: SSAValue | Operation, dy: SSAValue | Operation, alpha: float):
-        super().__init__(x, dy, properties={"alpha": FloatAttr(alpha, f32)})
-
-    def verify_(self) -> None:
-        super().verify_()
-        _verify_alpha(self.name, self.alpha.value.data)
-
-    @staticmethod
-    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
-        return same_shape_rule(shapes)
-
-
-@irdl_op_definition
-class ScaleOp(UnaryOp):
-    """x * factor with a compile-time constant factor.
-
-    ``%y = frame.scale %x {factor = 2.0 : f32} : (tensor<4xf32>) -> tensor<4xf32>``
-    """
-
-    name = "frame.scale"
-    factor = prop_def(FloatAttr)
-
-    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
-
-    def __init__(self, input: SSAValue | Operation, factor: float,
-                 result_type: Attribute | None = None):
-        super().__init__(input, result_type, {"factor": FloatAttr(factor, f32)})
 
 
 def check_axes(axes: Sequence[int], rank: int, what: str) -> None:
@@ -416,197 +315,8 @@ def reduced_shape(shape: Shape, axes: Sequence[int] | None, keepdims: bool,
     return tuple(1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes)
 
 
-@irdl_op_definition
-class SumOp(UnaryOp):
-    """Sum over `axes` (all axes when absent), dropping the reduced dims (keeping them as
-    size 1 with `keepdims`, as torch's keepdim=True).
-
-    ``%s = frame.sum %x : (tensor<8x1xf32>) -> tensor<f32>``
-    ``%r = frame.sum %x {axes = array<i64: 1>} : (tensor<8x3xf32>) -> tensor<8xf32>``
-    ``%r = frame.sum %x {axes = array<i64: 1>, keepdims} : (tensor<8x3xf32>) -> tensor<8x1xf32>``
-    """
-
-    name = "frame.sum"
-    axes = opt_prop_def(DenseArrayBase.constr(i64))
-    keepdims = opt_prop_def(UnitAttr)
-
-    def __init__(self, input: SSAValue | Operation, axes: Sequence[int] | None = None,
-                 result_type: Attribute | None = None, keepdims: bool = False):
-        props: dict[str, Attribute | None] = {
-            "axes": DenseArrayBase.from_list(i64, list(axes)) if axes is not None else None,
-            "keepdims": UnitAttr() if keepdims else None}
-        ops = [SSAValue.get(input)]
-        rtype = result_type or self.result_type_for(ops, axes=axes, keepdims=keepdims)
-        super().__init__(input, rtype, props)
-
-    def reduced_axes(self, rank: int) -> list[int]:
-        """The reduced axes, resolved against the operand rank."""
-        return list(range(rank)) if self.axes is None else list(self.axes.get_values())
-
-    def rule_attrs(self) -> dict[str, object]:
-        return {"axes": None if self.axes is None else list(self.axes.get_values()),
-                "keepdims": self.keepdims is not None}
-
-    @staticmethod
-    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
-        (s,) = shapes
-        axes = attrs.get("axes")
-        return reduced_shape(s, axes, bool(attrs.get("keepdims")), "frame.sum")  # type: ignore[arg-type]
-
-
-@irdl_op_definition
-class BroadcastOp(UnaryOp):
-    """Repeat the operand along the result's `axes` (all of them when absent: a 0-d
-    operand fills the whole result). The VJP of frame.sum.
-
-    ``%y = frame.broadcast %s : (tensor<f32>) -> tensor<8x1xf32>``
-    ``%y = frame.broadcast %r {axes = array<i64: 1>} : (tensor<8xf32>) -> tensor<8x3xf32>``
-    """
-
-    name = "frame.broadcast"
-    axes = opt_prop_def(DenseArrayBase.constr(i64))
-
-    def __init__(self, input: SSAValue | Operation, result_type: Attribute,
-                 axes: Sequence[int] | None = None):
-        props: dict[str, Attribute | None] = {
-            "axes": DenseArrayBase.from_list(i64, list(axes)) if axes is not None else None}
-        super().__init__(input, result_type, props)
-
-    def new_axes(self, rank: int) -> list[int]:
-        """The result dims the operand does not have."""
-        return list(range(rank)) if self.axes is None else list(self.axes.get_values())
-
-    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
-        # The target shape is the declared result type: it is not inferred.
-        (s,) = shapes
-        target = static_shape(self.result)
-        if target is None:
-            raise ShapeError("frame.broadcast: the result type must be static (it is the "
-                             "target shape)")
-        axes = self.new_axes(len(target))
-        check_axes(axes, len(target), "frame.broadcast")
-        kept = tuple(d for i, d in enumerate(target) if i not in axes)
-        if s != kept:
-            raise ShapeError(f"frame.broadcast: operand expected {_fmt(kept)} (the result "
-                             f"without axes {axes}), found {_fmt(s)}")
-        return target
-
-
-@irdl_op_definition
-class MatmulOp(BinaryOp):
-    """Matrix product op(A) @ op(B), where op transposes (the last two dims) when the
-    flag is set. Operands of rank > 2 are batches of matrices with equal leading dims:
-    `[..., m, k] @ [..., k, n] -> [..., m, n]` (no broadcasting of the batch dims).
-
-    Autodiff emits the transposed forms directly so no transpose is materialised.
-    ``%c = frame.matmul %a, %b {transpose_lhs} : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<8x1xf32>``
-    ``%c = frame.matmul %q, %k {transpose_rhs} : (tensor<2x4x5x8xf32>, tensor<2x4x6x8xf32>) -> tensor<2x4x5x6xf32>``
-    """
-
-    name = "frame.matmul"
-
-    transpose_lhs = opt_prop_def(UnitAttr)
-    transpose_rhs = opt_prop_def(UnitAttr)
-
-    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, *,
-                 transpose_lhs: bool = False, transpose_rhs: bool = False,
-                 result_type: Attribute | None = None):
-        props: dict[str, Attribute | None] = {
-            "transpose_lhs": UnitAttr() if transpose_lhs else None,
-            "transpose_rhs": UnitAttr() if transpose_rhs else None,
-        }
-        super().__init__(lhs, rhs, result_type, props, transpose_lhs=transpose_lhs,
-                         transpose_rhs=transpose_rhs)
-
-    def rule_attrs(self) -> dict[str, object]:
-        return {"transpose_lhs": self.transpose_lhs is not None,
-                "transpose_rhs": self.transpose_rhs is not None}
-
-    @staticmethod
-    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
-        a, b = shapes
-        if len(a) < 2 or len(b) < 2 or len(a) != len(b):
-            raise ShapeError(
-                f"frame.matmul: expected operands of one rank >= 2 (matrices, or batches "
-                f"of them), found {_fmt(a)} and {_fmt(b)}"
-            )
-        if a[:-2] != b[:-2]:
-            raise ShapeError(
-                f"frame.matmul: batch dims must match (no broadcasting): expected "
-                f"{_fmt(a[:-2])} (the lhs's), found {_fmt(b[:-2])}"
-            )
-        m, ka = (a[-1], a[-2]) if attrs.get("transpose_lhs") else a[-2:]
-        kb, n = (b[-1], b[-2]) if attrs.get("transpose_rhs") else b[-2:]
-        if ka != kb:
-            raise ShapeError(
-                f"frame.matmul: contraction dimension mismatch: expected rhs dim {ka} "
-                f"(the lhs's), found {kb}"
-            )
-        return (*a[:-2], m, n)
-
-
-@irdl_op_definition
-class ReluGradOp(ElementwiseBinaryOp):
-    """dy where x > 0, else 0 (the VJP of frame.relu).
-
-    ``%dx = frame.relu_grad %x, %dy : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>``
-    """
-
-    name = "frame.relu_grad"
-
-
-@irdl_op_definition
-class MseLossOp(BinaryOp):
-    """Mean squared error, mean over all elements (PyTorch's reduction='mean').
-
-    ``%l = frame.mse_loss %p, %t : (tensor<8x1xf32>, tensor<8x1xf32>) -> tensor<f32>``
-    """
-
-    name = "frame.mse_loss"
-
-    @staticmethod
-    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
-        a, b = shapes
-        if a != b:
-            raise ShapeError(
-                f"frame.mse_loss: target shape expected {_fmt(a)}, found {_fmt(b)}"
-            )
-        return ()
-
-
-@irdl_op_definition
-class MseLossGradOp(FrameOp):
-    """d mse / d prediction = 2 (p - t) / N * dloss (the VJP of frame.mse_loss).
-
-    ``%dp = frame.mse_loss_grad %p, %t, %dl : (tensor<8x1xf32>, tensor<8x1xf32>, tensor<f32>) -> tensor<8x1xf32>``
-    """
-
-    name = "frame.mse_loss_grad"
-    prediction = operand_def(AnyF32Tensor)
-    target = operand_def(AnyF32Tensor)
-    dloss = operand_def(AnyF32Tensor)
-    result = result_def(AnyF32Tensor)
-    assembly_format = (
-        "$prediction `,` $target `,` $dloss attr-dict `:` functional-type(operands, results)"
-    )
-
-    def __init__(self, prediction: SSAValue | Operation, target: SSAValue | Operation,
-                 dloss: SSAValue | Operation):
-        ops = [SSAValue.get(prediction), SSAValue.get(target), SSAValue.get(dloss)]
-        super().__init__(operands=ops, result_types=[self.result_type_for(ops)])
-
-    @staticmethod
-    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
-        p, t, d = shapes
-        if p != t:
-            raise ShapeError(
-                f"frame.mse_loss_grad: target shape expected {_fmt(p)}, found {_fmt(t)}"
-            )
-        if d != ():
-            raise ShapeError(
-                f"frame.mse_loss_grad: dloss expected a 0-d tensor, found {_fmt(d)}"
-            )
-        return p
+# --- the core ops: the ones the pipeline itself creates (frame-autodiff's seeds and the
+# VJP rules' constants; frame-sgd-fuse's updates); every other op is in a family file.
 
 
 @irdl_op_definition
@@ -666,170 +376,6 @@ class ConstantOp(FrameOp):
         return op
 
 
-def _scan_rule(shapes: Sequence[Shape], what: str) -> Shape:
-    first = shapes[0]
-    if len(first) < 1 or first[-1] < 1:
-        raise ShapeError(f"{what}: expected rank >= 1 with a last dim >= 1, found {_fmt(first)}")
-    return same_shape_rule(shapes)
-
-
-@irdl_op_definition
-class SelectiveScanOp(FrameOp):
-    """Linear recurrence along the last axis, per leading index, from h = 0:
-    h = a[t] * h + b[t] * x[t];  y[t] = c[t] * h + d[t] * x[t].
-
-    ``%y = frame.selective_scan %x, %a, %b, %c, %d : (tensor<3xf32>, ...) -> tensor<3xf32>``
-    """
-
-    name = "frame.selective_scan"
-    x = operand_def(AnyF32Tensor)
-    a = operand_def(AnyF32Tensor)
-    b = operand_def(AnyF32Tensor)
-    c = operand_def(AnyF32Tensor)
-    d = operand_def(AnyF32Tensor)
-    result = result_def(AnyF32Tensor)
-    assembly_format = ("$x `,` $a `,` $b `,` $c `,` $d attr-dict `:` "
-                       "functional-type(operands, results)")
-
-    def __init__(self, x: SSAValue | Operation, a: SSAValue | Operation,
-                 b: SSAValue | Operation, c: SSAValue | Operation, d: SSAValue | Operation):
-        ops = [SSAValue.get(v) for v in (x, a, b, c, d)]
-        super().__init__(operands=ops, result_types=[self.result_type_for(ops)])
-
-    @staticmethod
-    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
-        return _scan_rule(shapes, "frame.selective_scan")
-
-
-@irdl_op_definition
-class SelectiveScanGradOp(FrameOp):
-    """The gradient of frame.selective_scan with respect to operand `wrt` (0..4 for
-    x, a, b, c, d), given dy: a forward pass recomputing the states, then a reverse scan.
-
-    ``%gx = frame.selective_scan_grad %x, %a, %b, %c, %d, %dy {wrt = 0 : i64} : (...) -> tensor<3xf32>``
-    """
-
-    name = "frame.selective_scan_grad"
-    x = operand_def(AnyF32Tensor)
-    a = operand_def(AnyF32Tensor)
-    b = operand_def(AnyF32Tensor)
-    c = operand_def(AnyF32Tensor)
-    d = operand_def(AnyF32Tensor)
-    dy = operand_def(AnyF32Tensor)
-    result = result_def(AnyF32Tensor)
-    wrt = prop_def(IntegerAttr.constr(i64))
-    assembly_format = ("$x `,` $a `,` $b `,` $c `,` $d `,` $dy attr-dict `:` "
-                       "functional-type(operands, results)")
-
-    def __init__(self, operands: Sequence[SSAValue], dy: SSAValue, wrt: int):
-        ops = [*[SSAValue.get(v) for v in operands], SSAValue.get(dy)]
-        super().__init__(operands=ops, result_types=[self.result_type_for(ops)],
-                         properties={"wrt": IntegerAttr(wrt, i64)})
-
-    @staticmethod
-    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
-        return _scan_rule(shapes, "frame.selective_scan_grad")
-
-    def verify_(self) -> None:
-        super().verify_()
-        if not 0 <= self.wrt.value.data <= 4:
-            raise VerifyException(f"frame.selective_scan_grad: wrt expected 0..4, found "
-                                  f"{self.wrt.value.data}")
-
-
-def _verify_rows_types(op_name: str, what: str, rows: Attribute, out: Attribute,
-                       indices: Attribute) -> None:
-    """The row ops (scatter_add, gather_rows): float rows of the result's element type,
-    indexed by i32 or i64 tensors."""
-    elem = getattr(out, "element_type", None)
-    if getattr(rows, "element_type", None) != elem or not isinstance(elem, FLOAT_TYPES):
-        raise VerifyException(f"{op_name}: {what} and result must share a float element "
-                              f"type, found {rows} and {out}")
-    if getattr(indices, "element_type", None) not in (i32, i64):
-        raise VerifyException(f"{op_name}: indices must be i32 or i64, found {indices}")
-
-
-@irdl_op_definition
-class ScatterAddOp(FrameOp):
-    """Zero-filled [V, F] output with out[indices[k], :] += updates[k, :] (indices i32/i64).
-
-    ``%o = frame.scatter_add %u, %i : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<4x2xf32>``
-    """
-
-    name = "frame.scatter_add"
-    updates = operand_def(AnyF32Tensor)
-    indices = operand_def(base(TensorType))
-    result = result_def(AnyF32Tensor)
-    assembly_format = "$updates `,` $indices attr-dict `:` functional-type(operands, results)"
-
-    def __init__(self, updates: SSAValue | Operation, indices: SSAValue | Operation,
-                 result_type: Attribute):
-        super().__init__(operands=[SSAValue.get(updates), SSAValue.get(indices)],
-                         result_types=[result_type])
-
-    def verify_(self) -> None:
-        self.verify_dims()
-        _verify_rows_types(self.name, "updates", self.updates.type, self.result.type,
-                           self.indices.type)
-        try:
-            self.infer_shape([static_shape(v) or () for v in self.operands])
-        except ShapeError as err:
-            raise VerifyException(str(err)) from None
-
-    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
-        upd, idx = shapes
-        target = static_shape(self.result)
-        if target is None:
-            raise ShapeError("frame.scatter_add: the result type must be static")
-        if len(upd) != 2 or len(idx) != 1 or len(target) != 2 or upd[0] != idx[0] \
-                or upd[1] != target[1]:
-            raise ShapeError(f"frame.scatter_add: expected updates [K, F], indices [K] and a "
-                             f"[V, F] result, found {_fmt(upd)}, {_fmt(idx)}, {_fmt(target)}")
-        return target
-
-
-@irdl_op_definition
-class GatherRowsOp(FrameOp):
-    """out[k, :] = x[indices[k], :] (the VJP of frame.scatter_add for its updates).
-
-    ``%g = frame.gather_rows %x, %i : (tensor<4x2xf32>, tensor<3xi64>) -> tensor<3x2xf32>``
-    """
-
-    name = "frame.gather_rows"
-    source = operand_def(AnyF32Tensor)
-    indices = operand_def(base(TensorType))
-    result = result_def(AnyF32Tensor)
-    assembly_format = "$source `,` $indices attr-dict `:` functional-type(operands, results)"
-
-    def __init__(self, source: SSAValue | Operation, indices: SSAValue | Operation):
-        src, idx = SSAValue.get(source), SSAValue.get(indices)
-        s, i = static_shape(src), static_shape(idx)
-        rtype = tensor_type((i[0], s[1]), element_type(src)) if s and i else \
-            UnrankedTensorType(element_type(src))
-        super().__init__(operands=[src, idx], result_types=[rtype])
-
-    def verify_(self) -> None:
-        self.verify_dims()
-        _verify_rows_types(self.name, "source", self.source.type, self.result.type,
-                           self.indices.type)
-        shapes = [static_shape(v) for v in self.operands]
-        target = static_shape(self.result)
-        if any(sh is None for sh in shapes) or target is None:
-            return
-        expected = self.infer_shape(shapes)  # type: ignore[arg-type]
-        if expected != target:
-            raise VerifyException(f"frame.gather_rows: result type expected "
-                                  f"{tensor_type(expected, element_type(self.result))}, "
-                                  f"found {self.result.type}")
-
-    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
-        src, idx = shapes
-        if len(src) != 2 or len(idx) != 1:
-            raise ShapeError(f"frame.gather_rows: expected [V, F] and [K], found {_fmt(src)} "
-                             f"and {_fmt(idx)}")
-        return (idx[0], src[1])
-
-
 @irdl_op_definition
 class SgdUpdateOp(BinaryOp):
     """One SGD step for a parameter: ``p - lr * g`` (inserted by frame-sgd-fuse).
@@ -862,35 +408,75 @@ class SgdUpdateOp(BinaryOp):
         return p
 
 
-# The elementwise math family lives in its own file, with its VJP rules and lowerings
-# (imported here, once this module's base classes exist; `frame_mlir.dialects`
-# imports this module first, so the family is never imported on its own).
+# --- lowerings of the core ops ----------------------------------------------------------
+# (their VJPs: none -- a constant has no operands, and sgd_update is inserted after
+# autodiff; `convert_frame_to_linalg.LOWERINGS` starts from this table)
+
+
+def _lower_constant(lw: Any, op: Any) -> SSAValue:
+    return lw.filled(op.results[0].type, op.splat_value())
+
+
+def _lower_sgd_update(lw: Any, op: Any) -> SSAValue:
+    neg_lr = -op.lr.value.data
+
+    # Destination = the parameter: p <- p + (-lr) * g, as torch.optim.SGD's add_(g, alpha=-lr).
+    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        step = b.insert(arith.MulfOp(a[0], _f32(b, neg_lr))).result
+        return b.insert(arith.AddfOp(a[1], step)).result
+
+    return lw.elementwise([op.rhs], op.results[0].type, body, init=op.lhs)
+
+
+LOWERINGS: dict[type[Operation], Callable[[Any, Operation], SSAValue]] = {
+    ConstantOp: _lower_constant, SgdUpdateOp: _lower_sgd_update}
+
+
+# The op families live in their own files, each with its VJP rules and lowerings
+# (imported here, once this module's base classes, helpers and core ops exist;
+# `frame_mlir.dialects` imports this module first, so a family is never imported on
+# its own). Each family's ops are added to the dialect below and re-exported.
+from frame_mlir.dialects.frame_contraction import OPS as _CONTRACTION_OPS  # noqa: E402
+from frame_mlir.dialects.frame_contraction import MatmulOp  # noqa: E402, F401
 from frame_mlir.dialects.frame_conv import OPS as _CONV_OPS  # noqa: E402
 from frame_mlir.dialects.frame_conv import (  # noqa: E402, F401
-    AvgPoolGradOp,
-    AvgPoolOp,
     ConvGradInputOp,
     ConvGradWeightOp,
     ConvOp,
     ConvTransposeOp,
-    GlobalAvgPoolOp,
-    GlobalMaxPoolOp,
-    MaxPoolGradOp,
-    MaxPoolOp,
     conv_output_shape,
     conv_transpose_output_shape,
-    pool_output_shape,
+)
+from frame_mlir.dialects.frame_elementwise import OPS as _ELEMENTWISE_OPS  # noqa: E402
+from frame_mlir.dialects.frame_elementwise import (  # noqa: E402, F401
+    AddOp,
+    HeavisideSurrogateGradOp,
+    HeavisideSurrogateOp,
+    MulOp,
+    NegOp,
+    ReluGradOp,
+    ReluOp,
+    ScaleOp,
+    SigmoidOp,
+    SubOp,
+)
+from frame_mlir.dialects.frame_index import OPS as _INDEX_OPS  # noqa: E402
+from frame_mlir.dialects.frame_index import (  # noqa: E402, F401
+    GatherRowsOp,
+    IndexAddOp,
+    IndexSelectOp,
+    ScatterAddOp,
 )
 from frame_mlir.dialects.frame_loss import OPS as _LOSS_OPS  # noqa: E402
 from frame_mlir.dialects.frame_loss import (  # noqa: E402, F401
     CrossEntropyGradOp,
     CrossEntropyOp,
+    MseLossGradOp,
+    MseLossOp,
     NllLossGradOp,
     NllLossOp,
 )
-from frame_mlir.dialects.frame_math import (  # noqa: E402
-    OPS as _MATH_OPS,
-)
+from frame_mlir.dialects.frame_math import OPS as _MATH_OPS  # noqa: E402
 from frame_mlir.dialects.frame_math import (  # noqa: E402, F401
     AbsGradOp,
     AbsOp,
@@ -924,8 +510,19 @@ from frame_mlir.dialects.frame_norm import (  # noqa: E402, F401
     LayerNormGradOp,
     LayerNormOp,
 )
+from frame_mlir.dialects.frame_pool import OPS as _POOL_OPS  # noqa: E402
+from frame_mlir.dialects.frame_pool import (  # noqa: E402, F401
+    AvgPoolGradOp,
+    AvgPoolOp,
+    GlobalAvgPoolOp,
+    GlobalMaxPoolOp,
+    MaxPoolGradOp,
+    MaxPoolOp,
+    pool_output_shape,
+)
 from frame_mlir.dialects.frame_reduce import OPS as _REDUCE_OPS  # noqa: E402
 from frame_mlir.dialects.frame_reduce import (  # noqa: E402, F401
+    BroadcastOp,
     MaxGradOp,
     MaximumGradOp,
     MaximumOp,
@@ -933,12 +530,15 @@ from frame_mlir.dialects.frame_reduce import (  # noqa: E402, F401
     MeanOp,
     MinimumGradOp,
     MinimumOp,
+    SumOp,
 )
 from frame_mlir.dialects.frame_scan import OPS as _SCAN_OPS  # noqa: E402
-from frame_mlir.dialects.frame_scan import ScanOp  # noqa: E402, F401
-from frame_mlir.dialects.frame_softmax import (  # noqa: E402
-    OPS as _SOFTMAX_OPS,
+from frame_mlir.dialects.frame_scan import (  # noqa: E402, F401
+    ScanOp,
+    SelectiveScanGradOp,
+    SelectiveScanOp,
 )
+from frame_mlir.dialects.frame_softmax import OPS as _SOFTMAX_OPS  # noqa: E402
 from frame_mlir.dialects.frame_softmax import (  # noqa: E402, F401
     LogSoftmaxGradOp,
     LogSoftmaxOp,
@@ -956,34 +556,19 @@ from frame_mlir.dialects.frame_spectral import (  # noqa: E402, F401
 Frame = Dialect(
     "frame",
     [
-        *_MATH_OPS,
+        *_CONTRACTION_OPS,
         *_CONV_OPS,
-        *_SOFTMAX_OPS,
-        *_NORM_OPS,
-        *_MOVEMENT_OPS,
-        *_REDUCE_OPS,
-        *_SPECTRAL_OPS,
+        *_ELEMENTWISE_OPS,
+        *_INDEX_OPS,
         *_LOSS_OPS,
+        *_MATH_OPS,
+        *_MOVEMENT_OPS,
+        *_NORM_OPS,
+        *_POOL_OPS,
+        *_REDUCE_OPS,
         *_SCAN_OPS,
-        AddOp,
-        SubOp,
-        MulOp,
-        NegOp,
-        ScaleOp,
-        SigmoidOp,
-        HeavisideSurrogateOp,
-        HeavisideSurrogateGradOp,
-        ScatterAddOp,
-        GatherRowsOp,
-        SelectiveScanOp,
-        SelectiveScanGradOp,
-        ReluOp,
-        ReluGradOp,
-        MatmulOp,
-        SumOp,
-        BroadcastOp,
-        MseLossOp,
-        MseLossGradOp,
+        *_SOFTMAX_OPS,
+        *_SPECTRAL_OPS,
         ConstantOp,
         SgdUpdateOp,
     ],

@@ -1,7 +1,12 @@
-"""The frame dialect's classification-loss family: nll_loss and cross_entropy over
-[N, C] scores with integer class labels [N], and the gradient ops their VJPs emit --
-ops, shape rules, verifiers, VJP rules and lowerings in this one file (like
+"""The frame dialect's loss family: mse_loss (the mean squared error of a prediction
+and a target of one shape) and the classification losses nll_loss and cross_entropy
+over [N, C] scores with integer class labels [N], and the gradient ops their VJPs emit
+-- ops, shape rules, verifiers, VJP rules and lowerings in this one file (like
 `frame_math.py`).
+
+mse_loss is torch's `F.mse_loss` with reduction='mean': the squares summed in f32 as
+frame.sum sums (`sum_into`: blocked when large), divided by the element count; its
+gradient op is 2 (p - t) / N * dloss, and the target's adjoint the prediction's negated.
 
 Semantics are PyTorch's `F.nll_loss` / `F.cross_entropy` (no class weights, no label
 smoothing):
@@ -30,6 +35,7 @@ compiled kernels themselves treat such a row as matching no class.)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from math import prod
 from typing import Any, ClassVar
 
 from xdsl.builder import Builder
@@ -53,24 +59,85 @@ from frame_mlir.dialects import frame as _frame
 from frame_mlir.dialects.frame import (
     FLOAT_TYPES,
     AnyF32Tensor,
+    BinaryOp,
     FrameOp,
     Shape,
     ShapeError,
     _fmt,
     static_shape,
 )
+
+# The family this one builds on (frame.sum's f32 sums).
+from frame_mlir.dialects.frame_reduce import sum_axes, sum_into
 from frame_mlir.passes.common import set_arg_attr
 from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map, max_takes
 from frame_mlir.passes.linalg_utils import f32_const as _c
+from frame_mlir.passes.linalg_utils import result_type as _result_type
 
 REDUCTIONS = ("mean", "sum", "none")
 #: The argument attribute recording run-time label checks (read by
 #: `frame_mlir.runtime.executable.signatures`): an array of
-#: `{op = "frame.nll_loss", bound = C : i64, ignore_index = -100 : i64}`.
+#: `{op = "frame.nll_loss", bound = C : i64, ignore_index = -100 : i64}`; without
+#: `ignore_index` (the index family's `frame.index_select` / `frame.index_add`) no
+#: value is exempt.
 INDEX_CHECKS_ATTR = "frame.index_checks"
 
 
 # --- ops --------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class MseLossOp(BinaryOp):
+    """Mean squared error, mean over all elements (PyTorch's reduction='mean').
+
+    ``%l = frame.mse_loss %p, %t : (tensor<8x1xf32>, tensor<8x1xf32>) -> tensor<f32>``
+    """
+
+    name = "frame.mse_loss"
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        a, b = shapes
+        if a != b:
+            raise ShapeError(
+                f"frame.mse_loss: target shape expected {_fmt(a)}, found {_fmt(b)}"
+            )
+        return ()
+
+
+@irdl_op_definition
+class MseLossGradOp(FrameOp):
+    """d mse / d prediction = 2 (p - t) / N * dloss (the VJP of frame.mse_loss).
+
+    ``%dp = frame.mse_loss_grad %p, %t, %dl : (tensor<8x1xf32>, tensor<8x1xf32>, tensor<f32>) -> tensor<8x1xf32>``
+    """
+
+    name = "frame.mse_loss_grad"
+    prediction = operand_def(AnyF32Tensor)
+    target = operand_def(AnyF32Tensor)
+    dloss = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+    assembly_format = (
+        "$prediction `,` $target `,` $dloss attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(self, prediction: SSAValue | Operation, target: SSAValue | Operation,
+                 dloss: SSAValue | Operation):
+        ops = [SSAValue.get(prediction), SSAValue.get(target), SSAValue.get(dloss)]
+        super().__init__(operands=ops, result_types=[self.result_type_for(ops)])
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        p, t, d = shapes
+        if p != t:
+            raise ShapeError(
+                f"frame.mse_loss_grad: target shape expected {_fmt(p)}, found {_fmt(t)}"
+            )
+        if d != ():
+            raise ShapeError(
+                f"frame.mse_loss_grad: dloss expected a 0-d tensor, found {_fmt(d)}"
+            )
+        return p
 
 
 def _loss_rule(name: str, scores: Shape, labels: Shape, reduction: object) -> Shape:
@@ -227,12 +294,20 @@ class CrossEntropyGradOp(_LossGrad):
         return scores
 
 
-OPS = [NllLossOp, CrossEntropyOp, NllLossGradOp, CrossEntropyGradOp]
+OPS = [MseLossOp, MseLossGradOp, NllLossOp, CrossEntropyOp, NllLossGradOp,
+       CrossEntropyGradOp]
 
 
 # --- VJP rules --------------------------------------------------------------------------
 
 Adjoints = list[SSAValue | None]
+
+
+def _vjp_mse_loss(emit: Callable[[Operation], SSAValue], op: Any, dy: SSAValue,
+                  need: Sequence[bool]) -> Adjoints:
+    dp = emit(MseLossGradOp(op.lhs, op.rhs, dy))
+    # d/dt (p - t)^2 = -(d/dp): reuse dp rather than a second gradient kernel.
+    return [dp if need[0] else None, emit(_frame.NegOp(dp)) if need[1] else None]
 
 
 def _vjp_nll_loss(emit: Callable[[Operation], SSAValue], op: Any, dy: SSAValue,
@@ -249,25 +324,29 @@ def _vjp_cross_entropy(emit: Callable[[Operation], SSAValue], op: Any, dy: SSAVa
 
 
 VJP_RULES: dict[type[Operation], Callable[..., Adjoints]] = {
-    NllLossOp: _vjp_nll_loss, CrossEntropyOp: _vjp_cross_entropy}
+    MseLossOp: _vjp_mse_loss, NllLossOp: _vjp_nll_loss, CrossEntropyOp: _vjp_cross_entropy}
 
 
 # --- run-time label checks ------------------------------------------------------------------
 
 
-def record_label_check(op: Any, labels: SSAValue, classes: int, ignore_index: int) -> None:
+def record_label_check(op: Any, labels: SSAValue, classes: int,
+                       ignore_index: int | None) -> None:
     """Note on the function argument `labels` (if it is one) that its values must lie in
-    [0, classes) or equal `ignore_index`, for `op` (named without `_grad`: the forward
-    op and its gradient share one check). Labels are always arguments: frame has no
-    integer arithmetic, and the Python API passes integer constants as hidden inputs."""
+    [0, classes) or equal `ignore_index` (when not None), for `op` (named without
+    `_grad`: the forward op and its gradient share one check). Labels are always
+    arguments: frame has no integer arithmetic, and the Python API passes integer
+    constants as hidden inputs."""
     if not isinstance(labels, BlockArgument):
         return
     fn = labels.block.parent_op()
     if not isinstance(fn, func.FuncOp) or labels.block is not fn.body.blocks.first:
         return
-    entry = DictionaryAttr({"op": StringAttr(op.name.removesuffix("_grad")),
-                            "bound": IntegerAttr(classes, i64),
-                            "ignore_index": IntegerAttr(ignore_index, i64)})
+    fields: dict[str, Attribute] = {"op": StringAttr(op.name.removesuffix("_grad")),
+                                    "bound": IntegerAttr(classes, i64)}
+    if ignore_index is not None:
+        fields["ignore_index"] = IntegerAttr(ignore_index, i64)
+    entry = DictionaryAttr(fields)
     attrs = fn.arg_attrs.data[labels.index].data if fn.arg_attrs is not None else {}
     existing = attrs.get(INDEX_CHECKS_ATTR)
     entries = list(existing.data) if isinstance(existing, ArrayAttr) else []
@@ -338,8 +417,6 @@ def _count(lw: Any, op: Any) -> SSAValue:
 
 def _reduce_rows(lw: Any, op: Any, rows: SSAValue) -> SSAValue:
     """The loss from its f32 rows: themselves ("none"), their sum, or the sum / count."""
-    from frame_mlir.passes.convert_frame_to_linalg import sum_axes
-
     typ = op.results[0].type
     assert isinstance(typ, TensorType)
     reduction = op.reduction_value()
@@ -437,6 +514,36 @@ def _lower_cross_entropy_grad(lw: Any, op: Any) -> SSAValue:
                       [_PAIR, _ROW, _ROW, _ROW, _ROW, _PAIR], [PAR, PAR], body)
 
 
+def _numel(value: SSAValue) -> int:
+    return prod(static_shape(value) or ())
+
+
+def _lower_mse_loss(lw: Any, op: Operation) -> SSAValue:
+    def sq_acc(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        d = b.insert(arith.SubfOp(a[0], a[1])).result
+        sq = b.insert(arith.MulfOp(d, d)).result
+        return b.insert(arith.AddfOp(a[2], sq)).result
+
+    total = sum_into(lw, op.operands, sq_acc)
+    n = float(_numel(op.operands[0]))
+    # The mean divides by N, as PyTorch's reduction='mean' does.
+    return lw.elementwise([total], _result_type(op),
+                          lambda b, a: b.insert(arith.DivfOp(a[0], _c(b, n))).result)
+
+
+def _lower_mse_loss_grad(lw: Any, op: Operation) -> SSAValue:
+    n = _numel(op.operands[0])
+    norm = 2.0 / n if n else 0.0  # an empty tensor: the gradient has no elements anyway
+
+    def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+        d = b.insert(arith.SubfOp(a[0], a[1])).result
+        scaled = b.insert(arith.MulfOp(_c(b, norm), d)).result
+        return b.insert(arith.MulfOp(scaled, a[2])).result
+
+    return lw.elementwise(op.operands, _result_type(op), body)
+
+
 LOWERINGS: dict[type[Operation], Callable[[Any, Operation], SSAValue]] = {
+    MseLossOp: _lower_mse_loss, MseLossGradOp: _lower_mse_loss_grad,
     NllLossOp: _lower_nll_loss, CrossEntropyOp: _lower_cross_entropy,
     NllLossGradOp: _lower_nll_loss_grad, CrossEntropyGradOp: _lower_cross_entropy_grad}

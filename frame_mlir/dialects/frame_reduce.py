@@ -1,14 +1,20 @@
-"""The frame dialect's reduction family: mean and max over any subset of axes (with
-`keepdims`), the elementwise maximum and minimum of two broadcasting operands, and
-the gradient ops their VJPs emit -- each op with its shape rule and verifier, its VJP
-rule and its lowering, in this one file (like `frame_math.py`). `frame.sum` (in
-`frame.py`) is the family's oldest member; its `keepdims` follows the same rule
-(`frame.reduced_shape`).
+"""The frame dialect's reduction family: sum, mean and max over any subset of axes
+(with `keepdims`, `frame.reduced_shape`), frame.broadcast (sum's VJP: repeat along
+axes), the elementwise maximum and minimum of two broadcasting operands, and the
+gradient ops their VJPs emit -- each op with its shape rule and verifier, its VJP rule
+and its lowering, in this one file (like `frame_math.py`).
 
 Also here: `reduce_to`, the adjoint of numpy broadcasting (the VJPs of add, sub, mul,
-div, maximum and minimum sum the adjoint over the dims an operand was broadcast along).
+div, maximum and minimum sum the adjoint over the dims an operand was broadcast along),
+and the f32 sums other families' lowerings reuse: `sum_axes` (over some axes; mean,
+global_avg_pool, the losses) and `sum_into` (a full reduction with its own body, as
+mse_loss's sum of squares).
 
 Numerics follow PyTorch's CPU kernels:
+  * `frame.sum` accumulates in f32: a full reduction of more than `BLOCKED_SUM_MIN`
+    elements in blocks of about sqrt(N) (`sum_into`), a sum over the last dim and others
+    per column first (`_column_sum`, vectorizable), else one running sum in row-major
+    order (docs/numerics.md).
   * `frame.mean` is torch.mean: an f32 sum (the lowering of `frame.sum`: blocked or
     per column when large) divided by the element count; a mean over no elements is
     NaN (0 / 0).
@@ -30,7 +36,7 @@ Numerics follow PyTorch's CPU kernels:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from math import prod
+from math import isqrt, log, prod
 from typing import Any
 
 from xdsl.builder import Builder
@@ -41,6 +47,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     TensorType,
     UnitAttr,
+    f32,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -60,17 +67,102 @@ from frame_mlir.dialects.frame import (
     _fmt,
     broadcast_dims,
     broadcast_rule,
+    check_axes,
     reduced_shape,
     static_shape,
 )
 
-# The families this one builds on (`frame.py` imports them first).
+# The families this one builds on (neither needs this one at import time).
 from frame_mlir.dialects.frame_math import DivOp
 from frame_mlir.dialects.frame_movement import ReshapeOp
-from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map, max_takes
+from frame_mlir.passes.linalg_utils import (
+    PAR,
+    RED,
+    BodyFn,
+    dims_map,
+    identity_map,
+    max_takes,
+)
 from frame_mlir.passes.linalg_utils import f32_const as _c
+from frame_mlir.passes.linalg_utils import round_to as _round_to
 
 # --- ops --------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class SumOp(UnaryOp):
+    """Sum over `axes` (all axes when absent), dropping the reduced dims (keeping them as
+    size 1 with `keepdims`, as torch's keepdim=True).
+
+    ``%s = frame.sum %x : (tensor<8x1xf32>) -> tensor<f32>``
+    ``%r = frame.sum %x {axes = array<i64: 1>} : (tensor<8x3xf32>) -> tensor<8xf32>``
+    ``%r = frame.sum %x {axes = array<i64: 1>, keepdims} : (tensor<8x3xf32>) -> tensor<8x1xf32>``
+    """
+
+    name = "frame.sum"
+    axes = opt_prop_def(DenseArrayBase.constr(i64))
+    keepdims = opt_prop_def(UnitAttr)
+
+    def __init__(self, input: SSAValue | Operation, axes: Sequence[int] | None = None,
+                 result_type: Attribute | None = None, keepdims: bool = False):
+        props: dict[str, Attribute | None] = {
+            "axes": DenseArrayBase.from_list(i64, list(axes)) if axes is not None else None,
+            "keepdims": UnitAttr() if keepdims else None}
+        ops = [SSAValue.get(input)]
+        rtype = result_type or self.result_type_for(ops, axes=axes, keepdims=keepdims)
+        super().__init__(input, rtype, props)
+
+    def reduced_axes(self, rank: int) -> list[int]:
+        """The reduced axes, resolved against the operand rank."""
+        return list(range(rank)) if self.axes is None else list(self.axes.get_values())
+
+    def rule_attrs(self) -> dict[str, object]:
+        return {"axes": None if self.axes is None else list(self.axes.get_values()),
+                "keepdims": self.keepdims is not None}
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        (s,) = shapes
+        axes = attrs.get("axes")
+        return reduced_shape(s, axes, bool(attrs.get("keepdims")), "frame.sum")  # type: ignore[arg-type]
+
+
+@irdl_op_definition
+class BroadcastOp(UnaryOp):
+    """Repeat the operand along the result's `axes` (all of them when absent: a 0-d
+    operand fills the whole result). The VJP of frame.sum.
+
+    ``%y = frame.broadcast %s : (tensor<f32>) -> tensor<8x1xf32>``
+    ``%y = frame.broadcast %r {axes = array<i64: 1>} : (tensor<8xf32>) -> tensor<8x3xf32>``
+    """
+
+    name = "frame.broadcast"
+    axes = opt_prop_def(DenseArrayBase.constr(i64))
+
+    def __init__(self, input: SSAValue | Operation, result_type: Attribute,
+                 axes: Sequence[int] | None = None):
+        props: dict[str, Attribute | None] = {
+            "axes": DenseArrayBase.from_list(i64, list(axes)) if axes is not None else None}
+        super().__init__(input, result_type, props)
+
+    def new_axes(self, rank: int) -> list[int]:
+        """The result dims the operand does not have."""
+        return list(range(rank)) if self.axes is None else list(self.axes.get_values())
+
+    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+        # The target shape is the declared result type: it is not inferred.
+        (s,) = shapes
+        target = static_shape(self.result)
+        if target is None:
+            raise ShapeError("frame.broadcast: the result type must be static (it is the "
+                             "target shape)")
+        axes = self.new_axes(len(target))
+        check_axes(axes, len(target), "frame.broadcast")
+        kept = tuple(d for i, d in enumerate(target) if i not in axes)
+        if s != kept:
+            raise ShapeError(f"frame.broadcast: operand expected {_fmt(kept)} (the result "
+                             f"without axes {axes}), found {_fmt(s)}")
+        return target
 
 
 class _Reduction:
@@ -246,7 +338,8 @@ class MinimumGradOp(_PickGradOp):
     name = "frame.minimum_grad"
 
 
-OPS = [MeanOp, MaxOp, MaxGradOp, MaximumOp, MinimumOp, MaximumGradOp, MinimumGradOp]
+OPS = [SumOp, BroadcastOp, MeanOp, MaxOp, MaxGradOp, MaximumOp, MinimumOp, MaximumGradOp,
+       MinimumGradOp]
 
 
 # --- VJP rules --------------------------------------------------------------------------
@@ -263,7 +356,7 @@ def reduce_to(emit: Emit, g: SSAValue, like: SSAValue) -> SSAValue:
     axes = broadcast_dims(shape, out)
     if not axes:
         return g
-    total = emit(_frame.SumOp(g, axes if len(axes) < len(out) else None))
+    total = emit(SumOp(g, axes if len(axes) < len(out) else None))
     if static_shape(total) != shape:
         total = emit(ReshapeOp(total, like.type))
     return total
@@ -279,6 +372,16 @@ def unkeep(emit: Emit, op: Any, dy: SSAValue) -> SSAValue:
     return emit(ReshapeOp(dy, _frame.tensor_type(shape, _frame.element_type(dy))))
 
 
+def _vjp_sum(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
+    axes = None if op.axes is None else list(op.axes.get_values())
+    return [emit(BroadcastOp(unkeep(emit, op, dy), op.input.type, axes))]
+
+
+def _vjp_broadcast(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
+    axes = None if op.axes is None else list(op.axes.get_values())
+    return [emit(SumOp(dy, axes))]
+
+
 def _vjp_mean(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
     # torch: sum_backward(dy) / N, the division in the gradient's own precision.
     shape = static_shape(op.input) or ()
@@ -286,7 +389,7 @@ def _vjp_mean(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoin
     count = emit(_frame.ConstantOp(float(n), result_type=_frame.tensor_type(
         (), _frame.element_type(dy))))
     scaled = emit(DivOp(unkeep(emit, op, dy), count))
-    return [emit(_frame.BroadcastOp(scaled, op.input.type, op.axes_list()))]
+    return [emit(BroadcastOp(scaled, op.input.type, op.axes_list()))]
 
 
 def _vjp_max(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
@@ -302,8 +405,8 @@ def _vjp_pick(grad: type[_PickGradOp]) -> Callable[..., Adjoints]:
 
 
 VJP_RULES: dict[type[Operation], Callable[..., Adjoints]] = {
-    MeanOp: _vjp_mean, MaxOp: _vjp_max, MaximumOp: _vjp_pick(MaximumGradOp),
-    MinimumOp: _vjp_pick(MinimumGradOp)}
+    SumOp: _vjp_sum, BroadcastOp: _vjp_broadcast, MeanOp: _vjp_mean, MaxOp: _vjp_max,
+    MaximumOp: _vjp_pick(MaximumGradOp), MinimumOp: _vjp_pick(MinimumGradOp)}
 
 
 # --- lowerings ----------------------------------------------------------------------------
@@ -329,6 +432,164 @@ def expand_kept(lw: Any, value: SSAValue, typ: TensorType, kept: Sequence[int],
     rank = typ.get_num_dims()
     return lw.generic([value], lw.empty(typ), [dims_map(rank, kept), identity_map(rank)],
                       [PAR] * rank, body)
+
+
+#: Full reductions of more elements than this are summed in blocks (`_block_size`).
+BLOCKED_SUM_MIN = 4096
+
+#: A partial sum over the last (contiguous) dim and others, whose last dim is at least
+#: this long, is summed per column first (`_column_sum`).
+COLUMN_SUM_MIN = 8
+
+
+def _accumulate(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+    """The body of a plain sum: accumulator (the last block argument) + element."""
+    return b.insert(arith.AddfOp(a[1], a[0])).result
+
+
+def sum_into(lw: Any, inputs: Sequence[SSAValue], body: BodyFn) -> SSAValue:
+    """Reduce all elements of same-shaped inputs into a 0-d f32 tensor.
+
+    Up to BLOCKED_SUM_MIN elements: one accumulator, row-major order. Beyond, in two
+    levels: the row-major sequence is cut into blocks of B near sqrt(N) (`_block_size`),
+    each block sums into its own partial, then the partials add up in order. A
+    sequential f32 sum's error grows like N, a blocked one's like B + N / B: for 2e6
+    squares that is ~1e-6 instead of ~1e-3 relative (docs/numerics.md).
+    """
+    shape = static_shape(inputs[0])
+    assert shape is not None
+    rank = len(shape)
+    init = lw.filled(_frame.tensor_type(()), 0.0)  # f32 accumulator for any input type
+    block = _block_size(shape)
+    if block is None:
+        return lw.generic(inputs, init, [identity_map(rank)] * len(inputs)
+                          + [dims_map(rank, [])], [RED] * rank, body)
+    blocks = prod(shape) // block
+    partials = lw.filled(_frame.tensor_type((blocks,)), 0.0)
+    flat = _flat_index_map(shape, block)
+    # A shape-only [blocks, B] operand bounds the two loops (linalg derives loop bounds
+    # from the operands' maps, and the flattened ones are not invertible); the body
+    # does not see it.
+    bounds = lw.empty(TensorType(f32, [blocks, block]))
+    partials = lw.generic([*inputs, bounds], partials,
+                          [flat] * len(inputs) + [identity_map(2), dims_map(2, [0])],
+                          [PAR, RED], lambda b, a: body(b, [*a[:-2], a[-1]]))
+    return lw.generic([partials], init, [identity_map(1), dims_map(1, [])], [RED],
+                      _accumulate)
+
+
+def _block_size(shape: Sequence[int]) -> int | None:
+    """The block length B of a blocked sum over `shape`, or None for a plain sum.
+
+    B should be near sqrt(N) (within 16x). A product of trailing dims is preferred: the
+    blocks are then whole sub-tensors and the index maps stay plain projections. Else
+    the divisor of N closest below sqrt(N), if there is one in range.
+    """
+    n = prod(shape)
+    if n <= BLOCKED_SUM_MIN:
+        return None
+    root = isqrt(n)
+    trailing = [prod(shape[t:]) for t in range(1, len(shape))]
+    fits = [b for b in trailing if root // 16 <= b <= root * 16 and b < n]
+    if fits:
+        return min(fits, key=lambda b: abs(log(b / root)))
+    for b in range(root, max(root // 16, 1) - 1, -1):
+        if n % b == 0:
+            return b
+    return None  # n has no divisor near its root (a large prime, say): plain sum
+
+
+def _flat_index_map(shape: Sequence[int], block: int) -> AffineMapAttr:
+    """(i, j) -> the row-major multi-index of element i * block + j of `shape`.
+
+    Per dim k (row-major stride s, size z): if the block is a multiple of s * z the
+    index depends on j alone, if s is a multiple of the block on i alone; otherwise it
+    is taken from the flat position i * block + j."""
+    i, j = AffineExpr.dimension(0), AffineExpr.dimension(1)
+    results = []
+    stride = prod(shape)
+    for k, size in enumerate(shape):
+        stride //= size
+        if size == 1:
+            results.append(AffineExpr.constant(0))
+            continue
+        if block % (stride * size) == 0:  # within one block
+            idx, whole = (j if stride == 1 else j // stride), block == stride * size
+        elif stride % block == 0:  # constant across a block
+            step = stride // block
+            idx, whole = (i if step == 1 else i // step), k == 0
+        else:
+            flat = i * block + j
+            idx, whole = (flat if stride == 1 else flat // stride), k == 0
+        results.append(idx if whole else idx % size)
+    return AffineMapAttr(AffineMap(2, 0, tuple(results)))
+
+
+def sum_axes(lw: Any, x: SSAValue, axes: Sequence[int]) -> SSAValue:
+    """The sum of `x` over `axes`: an f32 tensor over the other dims (frame.sum's and
+    frame.mean's accumulator): blocked when a large full reduction, per column when
+    the last dim is summed with others (`_column_sum`), else one running sum."""
+    shape = static_shape(x) or ()
+    rank = len(shape)
+    kept = [d for d in range(rank) if d not in axes]
+    if not kept:  # a full reduction: blocked when large, like the mse loss
+        return sum_into(lw, [x], _accumulate)
+    if rank - 1 in axes and len(axes) > 1 and shape[-1] >= COLUMN_SUM_MIN:
+        return _column_sum(lw, x, kept, axes)
+    init = lw.filled(_frame.tensor_type([shape[d] for d in kept]), 0.0)
+    return lw.generic([x], init, [identity_map(rank), dims_map(rank, kept)],
+                      [RED if d in axes else PAR for d in range(rank)], _accumulate)
+
+
+def _column_sum(lw: Any, x: SSAValue, kept: Sequence[int], axes: Sequence[int]
+                ) -> SSAValue:
+    """A sum over `axes` that include the last dim: per column, then across columns.
+
+    A plain loop nest would add the last dim's elements into one scalar accumulator,
+    which cannot be vectorized without reassociating the sum. Here loops run over (kept
+    dims..., other summed dims..., last dim), the last one parallel: each column w of
+    the last dim has its own partial, `partial[kept, w] += x[..., w]` (contiguous loads,
+    one vector lane per column), over the other summed dims in row-major order; then
+    `out[kept] = ((partial[kept, 0] + partial[kept, 1]) + ...)`. The order is fixed by
+    the shape alone (the same bits for every thread count and vector width), and, like
+    a blocked sum, it adds fewer terms into each accumulator than one running sum.
+    The kept dims lead the nest, so the threads split them."""
+    shape = static_shape(x) or ()
+    rank = len(shape)
+    last = rank - 1
+    others = [d for d in axes if d != last]
+    order = [*kept, *others, last]  # loop dim i iterates input dim order[i]
+    pos = {d: i for i, d in enumerate(order)}
+    x_map = dims_map(rank, [pos[d] for d in range(rank)])
+    p_map = dims_map(rank, [pos[d] for d in kept] + [rank - 1])
+    partial = lw.filled(_frame.tensor_type((*(shape[d] for d in kept), shape[last])), 0.0)
+    partial = lw.generic([x], partial, [x_map, p_map],
+                         [PAR] * len(kept) + [RED] * len(others) + [PAR], _accumulate)
+    k = len(kept)
+    init = lw.filled(_frame.tensor_type(tuple(shape[d] for d in kept)), 0.0)
+    return lw.generic([partial], init, [identity_map(k + 1), dims_map(k + 1, range(k))],
+                      [PAR] * k + [RED], _accumulate)
+
+
+def _lower_sum(lw: Any, op: Any) -> SSAValue:
+    rank = len(static_shape(op.input) or ())
+    axes = op.reduced_axes(rank)
+    total = sum_axes(lw, op.input, axes)
+    typ = _result_type(op)
+    if op.keepdims is None:
+        return _round_to(lw, total, typ)
+    # keepdims: the same elements with size-1 dims at the reduced axes.
+    kept = [d for d in range(rank) if d not in axes]
+    return lw.generic([total], lw.empty(typ), [dims_map(rank, kept), identity_map(rank)],
+                      [PAR] * rank, lambda b, a: a[0])
+
+
+def _lower_broadcast(lw: Any, op: Any) -> SSAValue:
+    typ = _result_type(op)
+    rank = typ.get_num_dims()
+    kept = [d for d in range(rank) if d not in op.new_axes(rank)]
+    return lw.generic([op.input], lw.empty(typ), [dims_map(rank, kept), identity_map(rank)],
+                      [PAR] * rank, lambda b, a: a[0])
 
 
 def _reduce_space(op: Any, x: SSAValue) -> tuple[int, list[int], list[int]]:
@@ -362,7 +623,6 @@ def _lower_max(lw: Any, op: Any) -> SSAValue:
 
 
 def _lower_mean(lw: Any, op: Any) -> SSAValue:
-    from frame_mlir.passes.convert_frame_to_linalg import sum_axes
     rank, axes, kept = _reduce_space(op, op.input)
     total = sum_axes(lw, op.input, axes)
     shape = static_shape(op.input) or ()
@@ -433,6 +693,6 @@ def _lower_pick_grad(lw: Any, op: Any) -> SSAValue:
 
 
 LOWERINGS: dict[type[Operation], Callable[[Any, Operation], SSAValue]] = {
-    MeanOp: _lower_mean, MaxOp: _lower_max, MaxGradOp: _lower_max_grad,
+    SumOp: _lower_sum, BroadcastOp: _lower_broadcast, MeanOp: _lower_mean, MaxOp: _lower_max, MaxGradOp: _lower_max_grad,
     MaximumOp: _lower_pick, MinimumOp: _lower_pick, MaximumGradOp: _lower_pick_grad,
     MinimumGradOp: _lower_pick_grad}

@@ -19,6 +19,11 @@ the step's adjoints of its rows and invariants (each flattened), the invariants'
 gradients are then summed over the steps. The lowering lives with the bufferizer
 (`frame-bufferize` gives the scan a result buffer and the step's arena a slot in the
 caller's) and `frame-lower-scan` (a loop of calls to the step function).
+
+Also here: `frame.selective_scan`, a fixed linear recurrence along the last axis (the
+Mamba block's scan) with its gradient op `frame.selective_scan_grad`. Unlike
+`frame.scan` it is an ordinary tensor op: each lowers to generics whose last loop
+carries the state (`_scan_space`), an output indexed by the leading dims only.
 """
 
 from __future__ import annotations
@@ -27,11 +32,23 @@ from collections.abc import Callable, Sequence
 from math import prod
 from typing import Any
 
-from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import IntegerAttr, SymbolRefAttr, TensorType, UnitAttr, i64
+from xdsl.builder import Builder
+from xdsl.dialects import arith, builtin, func
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    IntegerAttr,
+    SymbolRefAttr,
+    TensorType,
+    UnitAttr,
+    f32,
+    i64,
+)
+from xdsl.dialects.linalg import attrs as linalg_attrs
 from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.irdl import (
     irdl_op_definition,
+    operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -42,7 +59,16 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from frame_mlir.dialects import frame as _frame
-from frame_mlir.dialects.frame import AnyF32Tensor, FrameOp, Shape, ShapeError, _fmt
+from frame_mlir.dialects.frame import (
+    AnyF32Tensor,
+    FrameOp,
+    Shape,
+    ShapeError,
+    _fmt,
+    same_shape_rule,
+)
+from frame_mlir.passes.linalg_utils import PAR, RED, identity_map
+from frame_mlir.passes.linalg_utils import result_type as _result_type
 
 
 @irdl_op_definition
@@ -122,10 +148,81 @@ class ScanOp(FrameOp):
                                   f"{want}, found {callee.function_type}")
 
 
-OPS = [ScanOp]
+def _scan_rule(shapes: Sequence[Shape], what: str) -> Shape:
+    first = shapes[0]
+    if len(first) < 1 or first[-1] < 1:
+        raise ShapeError(f"{what}: expected rank >= 1 with a last dim >= 1, found {_fmt(first)}")
+    return same_shape_rule(shapes)
 
 
-# --- VJP rule -------------------------------------------------------------------------
+@irdl_op_definition
+class SelectiveScanOp(FrameOp):
+    """Linear recurrence along the last axis, per leading index, from h = 0:
+    h = a[t] * h + b[t] * x[t];  y[t] = c[t] * h + d[t] * x[t].
+
+    ``%y = frame.selective_scan %x, %a, %b, %c, %d : (tensor<3xf32>, ...) -> tensor<3xf32>``
+    """
+
+    name = "frame.selective_scan"
+    x = operand_def(AnyF32Tensor)
+    a = operand_def(AnyF32Tensor)
+    b = operand_def(AnyF32Tensor)
+    c = operand_def(AnyF32Tensor)
+    d = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+    assembly_format = ("$x `,` $a `,` $b `,` $c `,` $d attr-dict `:` "
+                       "functional-type(operands, results)")
+
+    def __init__(self, x: SSAValue | Operation, a: SSAValue | Operation,
+                 b: SSAValue | Operation, c: SSAValue | Operation, d: SSAValue | Operation):
+        ops = [SSAValue.get(v) for v in (x, a, b, c, d)]
+        super().__init__(operands=ops, result_types=[self.result_type_for(ops)])
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        return _scan_rule(shapes, "frame.selective_scan")
+
+
+@irdl_op_definition
+class SelectiveScanGradOp(FrameOp):
+    """The gradient of frame.selective_scan with respect to operand `wrt` (0..4 for
+    x, a, b, c, d), given dy: a forward pass recomputing the states, then a reverse scan.
+
+    ``%gx = frame.selective_scan_grad %x, %a, %b, %c, %d, %dy {wrt = 0 : i64} : (...) -> tensor<3xf32>``
+    """
+
+    name = "frame.selective_scan_grad"
+    x = operand_def(AnyF32Tensor)
+    a = operand_def(AnyF32Tensor)
+    b = operand_def(AnyF32Tensor)
+    c = operand_def(AnyF32Tensor)
+    d = operand_def(AnyF32Tensor)
+    dy = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+    wrt = prop_def(IntegerAttr.constr(i64))
+    assembly_format = ("$x `,` $a `,` $b `,` $c `,` $d `,` $dy attr-dict `:` "
+                       "functional-type(operands, results)")
+
+    def __init__(self, operands: Sequence[SSAValue], dy: SSAValue, wrt: int):
+        ops = [*[SSAValue.get(v) for v in operands], SSAValue.get(dy)]
+        super().__init__(operands=ops, result_types=[self.result_type_for(ops)],
+                         properties={"wrt": IntegerAttr(wrt, i64)})
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        return _scan_rule(shapes, "frame.selective_scan_grad")
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not 0 <= self.wrt.value.data <= 4:
+            raise VerifyException(f"frame.selective_scan_grad: wrt expected 0..4, found "
+                                  f"{self.wrt.value.data}")
+
+
+OPS = [ScanOp, SelectiveScanOp, SelectiveScanGradOp]
+
+
+# --- VJP rules ------------------------------------------------------------------------
 
 Adjoints = list[SSAValue | None]
 Emit = Callable[[Operation], SSAValue]
@@ -244,7 +341,98 @@ def _vjp_scan(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoin
     return out
 
 
-VJP_RULES: dict[type[Operation], Callable[..., Adjoints]] = {ScanOp: _vjp_scan}
+def _vjp_selective_scan(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
+    return [emit(SelectiveScanGradOp(op.operands, dy, k)) if need[k] else None
+            for k in range(5)]
 
-#: No linalg lowering: frame-bufferize and frame-lower-scan lower the scan.
-LOWERINGS: dict[type[Operation], Callable[[Any, Operation], SSAValue]] = {}
+
+VJP_RULES: dict[type[Operation], Callable[..., Adjoints]] = {
+    ScanOp: _vjp_scan, SelectiveScanOp: _vjp_selective_scan}
+
+
+# --- lowerings (selective_scan; frame-bufferize and frame-lower-scan lower frame.scan) ---
+
+
+def _scan_space(shape: Sequence[int], reverse: bool = False
+                ) -> tuple[AffineMapAttr, AffineMapAttr, list[linalg_attrs.IteratorTypeAttr]]:
+    """(full map, carried-state map, iterators) of a scan along the last axis; with
+    `reverse`, the last loop walks t = T-1 .. 0."""
+    rank = len(shape)
+    d = [AffineExpr.dimension(i) for i in range(rank)]
+    last = AffineExpr.constant(shape[-1] - 1) - d[-1] if reverse else d[-1]
+    full = AffineMapAttr(AffineMap(rank, 0, (*d[:-1], last)))
+    state = AffineMapAttr(AffineMap(rank, 0, tuple(d[:-1])))
+    return full, state, [PAR] * (rank - 1) + [RED]
+
+
+def _mul_add(b: Builder, p: SSAValue, q: SSAValue, r: SSAValue, s: SSAValue) -> SSAValue:
+    """p*q + r*s, two roundings per product and one for the sum (no FMA)."""
+    pq = b.insert(arith.MulfOp(p, q)).result
+    rs = b.insert(arith.MulfOp(r, s)).result
+    return b.insert(arith.AddfOp(pq, rs)).result
+
+
+def _lower_selective_scan(lw: Any, op: Operation) -> SSAValue:
+    """One generic: the state h is an output indexed by the leading dims only, so it
+    carries from step t to t+1 of the (sequential) last loop."""
+    typ = _result_type(op)
+    shape = tuple(typ.get_shape())
+    full, state, its = _scan_space(shape)
+    h0 = lw.filled(TensorType(f32, shape[:-1]), 0.0)
+
+    def body(b: Builder, v: Sequence[SSAValue]) -> list[SSAValue]:
+        x, a, bb, c, d, h = v[:6]
+        h_new = _mul_add(b, a, h, bb, x)
+        return [h_new, _mul_add(b, c, h_new, d, x)]
+
+    _, y = lw.generic_multi(op.operands, [h0, lw.empty(typ)], [full] * 5 + [state, full], its,
+                            body)
+    return y
+
+
+def _lower_selective_scan_grad(lw: Any, op: Any) -> SSAValue:
+    wrt = op.wrt.value.data
+    typ = _result_type(op)
+    shape = tuple(typ.get_shape())
+    f32_full = TensorType(f32, shape)
+    full, state, its = _scan_space(shape)
+    x, a, b_, c, d, dy = op.operands
+
+    # Forward: the states h_t and h_{t-1}.
+    def forward(b: Builder, v: Sequence[SSAValue]) -> list[SSAValue]:
+        xv, av, bv, h_prev = v[0], v[1], v[2], v[3]
+        h = _mul_add(b, av, h_prev, bv, xv)
+        return [h, h, h_prev]
+
+    _, hs, hps = lw.generic_multi(
+        [x, a, b_], [lw.filled(TensorType(f32, shape[:-1]), 0.0), lw.empty(f32_full),
+                     lw.empty(f32_full)], [full] * 3 + [state, full, full], its, forward)
+
+    # Reverse: gh_t = c_t dy_t + a_{t+1} gh_{t+1}; the carry holds a_t gh_t.
+    rfull, rstate, rits = _scan_space(shape, reverse=True)
+
+    def reverse(b: Builder, v: Sequence[SSAValue]) -> list[SSAValue]:
+        xv, av, bv, cv, dv, gy, h, hp, _shape, carry = v[:10]
+        gh = b.insert(arith.AddfOp(b.insert(arith.MulfOp(cv, gy)).result, carry)).result
+        new_carry = b.insert(arith.MulfOp(av, gh)).result
+        grad = [
+            lambda: _mul_add(b, dv, gy, bv, gh),  # x
+            lambda: b.insert(arith.MulfOp(gh, hp)).result,  # a
+            lambda: b.insert(arith.MulfOp(gh, xv)).result,  # b
+            lambda: b.insert(arith.MulfOp(gy, h)).result,  # c
+            lambda: b.insert(arith.MulfOp(gy, xv)).result,  # d
+        ][wrt]()
+        return [new_carry, grad]
+
+    # A shape-only operand with the identity map keeps the maps invertible (linalg
+    # derives the loop bounds from them; t -> T-1-t alone does not say T).
+    _, g = lw.generic_multi(
+        [x, a, b_, c, d, dy, hs, hps, lw.empty(f32_full)],
+        [lw.filled(TensorType(f32, shape[:-1]), 0.0), lw.empty(typ)],
+        [rfull] * 8 + [identity_map(len(shape)), rstate, rfull], rits, reverse)
+    return g
+
+
+#: frame.scan has none: frame-bufferize and frame-lower-scan lower it.
+LOWERINGS: dict[type[Operation], Callable[[Any, Operation], SSAValue]] = {
+    SelectiveScanOp: _lower_selective_scan, SelectiveScanGradOp: _lower_selective_scan_grad}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects import builtin, func
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import PassFailedException
@@ -62,3 +64,33 @@ PROVENANCE_ATTRS = ("frame.layer", "frame.stage")
 def provenance(op: Operation) -> dict[str, Attribute]:
     """The provenance attributes of `op`, to copy onto what a pass makes from it."""
     return {k: v for k, v in op.attributes.items() if k in PROVENANCE_ATTRS}
+
+
+def callees_first(pass_name: str, functions: dict[str, func.FuncOp],
+                  callee_of: Callable[[Operation], str | None]) -> list[func.FuncOp]:
+    """`functions` ordered so that every function an op of another one runs
+    (`callee_of(op)`: a scan's step function) comes before it. A cycle (a step that
+    scans over itself, directly or through other steps) fails; a callee not in
+    `functions` is skipped (already handled, or reported at the op)."""
+    order: list[func.FuncOp] = []
+    state: dict[str, int] = {}  # 1: being visited, 2: done
+
+    def visit(fn: func.FuncOp) -> None:
+        name = fn.sym_name.data
+        if state.get(name) == 2:
+            return
+        state[name] = 1
+        for o in fn.walk():
+            callee = functions.get(callee_of(o) or "")
+            if callee is None:
+                continue
+            if state.get(callee.sym_name.data) == 1:
+                raise fail(pass_name, o, f"step function @{callee.sym_name.data} scans over "
+                           "itself, directly or through other steps: not supported")
+            visit(callee)
+        state[name] = 2
+        order.append(fn)
+
+    for fn in functions.values():
+        visit(fn)
+    return order

@@ -48,7 +48,7 @@ from xdsl.traits import SymbolTable
 
 from frame_mlir.dialects import frame_rt
 from frame_mlir.dialects.frame_scan import ScanOp
-from frame_mlir.passes.common import fail, provenance
+from frame_mlir.passes.common import callees_first, fail, provenance
 from frame_mlir.passes.linalg_utils import copy_generic
 
 ALIGN = 64
@@ -121,30 +121,9 @@ class FrameBufferize(ModulePass):
     def _callees_first(self, fns: list[func.FuncOp]) -> list[func.FuncOp]:
         """`fns` in an order where the step function of every scan comes before the
         function holding the scan (its arena size is then known)."""
-        by_name = {fn.sym_name.data: fn for fn in fns}
-        order: list[func.FuncOp] = []
-        state: dict[str, int] = {}  # 1: being visited, 2: done
-
-        def visit(fn: func.FuncOp) -> None:
-            name = fn.sym_name.data
-            if state.get(name) == 2:
-                return
-            state[name] = 1
-            for o in fn.walk():
-                if isinstance(o, ScanOp):
-                    callee = by_name.get(o.body.root_reference.data)
-                    if callee is None:
-                        continue  # bufferized already, or missing (checked at the scan)
-                    if state.get(callee.sym_name.data) == 1:
-                        raise fail(self.name, o, f"step function {o.body} scans over "
-                                   "itself, directly or through other steps: not supported")
-                    visit(callee)
-            state[name] = 2
-            order.append(fn)
-
-        for fn in fns:
-            visit(fn)
-        return order
+        return callees_first(self.name, {fn.sym_name.data: fn for fn in fns},
+                             lambda o: o.body.root_reference.data
+                             if isinstance(o, ScanOp) else None)
 
     def _step_arena(self, scan: ScanOp) -> int:
         """The byte size of the arena of `scan`'s (bufferized) step function."""

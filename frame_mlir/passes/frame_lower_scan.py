@@ -44,7 +44,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from frame_mlir.dialects.frame_rt import RowOp, ScanOp
-from frame_mlir.passes.common import fail, provenance
+from frame_mlir.passes.common import callees_first, fail, provenance
 
 ALIGN = 64
 
@@ -86,29 +86,8 @@ class FrameLowerScan(ModulePass):
                 self._lower(scan, step)
 
     def _callees_first(self, functions: dict[str, func.FuncOp]) -> list[func.FuncOp]:
-        order: list[func.FuncOp] = []
-        state: dict[str, int] = {}
-
-        def visit(fn: func.FuncOp) -> None:
-            name = fn.sym_name.data
-            if state.get(name) == 2:
-                return
-            state[name] = 1
-            for o in fn.walk():
-                if isinstance(o, ScanOp):
-                    callee = functions.get(o.body.root_reference.data)
-                    if callee is None:
-                        continue  # reported by _step
-                    if state.get(callee.sym_name.data) == 1:
-                        raise fail(self.name, o, f"step function {o.body} scans over "
-                                   "itself, directly or through other steps: not supported")
-                    visit(callee)
-            state[name] = 2
-            order.append(fn)
-
-        for fn in functions.values():
-            visit(fn)
-        return order
+        return callees_first(self.name, functions, lambda o: o.body.root_reference.data
+                             if isinstance(o, ScanOp) else None)
 
     def _step(self, functions: dict[str, func.FuncOp], scan: ScanOp) -> func.FuncOp:
         step = functions.get(scan.body.root_reference.data)

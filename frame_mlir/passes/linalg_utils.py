@@ -71,3 +71,22 @@ def row_reduce(lw: Any, inputs: Sequence[SSAValue], axis: int, init: float, body
     maps = [identity_map(rank)] * len(inputs) + [dims_map(rank, kept)] * (len(row_inputs) + 1)
     its = [RED if d == axis else PAR for d in range(rank)]
     return lw.generic([*inputs, *row_inputs], out, maps, its, body)
+
+
+def result_type(op: Any) -> TensorType:
+    """The (static tensor) type of `op`'s first result."""
+    typ = op.results[0].type
+    assert isinstance(typ, TensorType)
+    return typ
+
+
+def accumulator_type(typ: TensorType) -> TensorType:
+    """Reductions accumulate in f32 whatever the storage type."""
+    return TensorType(f32, typ.get_shape())
+
+
+def round_to(lw: Any, value: SSAValue, typ: TensorType) -> SSAValue:
+    """`value` (an f32 accumulator) stored as `typ`: a rounding pass when they differ."""
+    if value.type == typ:
+        return value
+    return lw.elementwise([value], typ, lambda b, a: a[0])

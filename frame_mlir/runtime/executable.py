@@ -47,8 +47,9 @@ class ArgInfo:
     result_index: int | None = None  # for outputs, and for params updated in place
     dtype: np.dtype = np.dtype(np.float32)  # host storage dtype (uint8 for the arena)
     #: Run-time checks of an integer input: (op, bound, ignore_index), each value must
-    #: lie in [0, bound) or equal ignore_index (`frame.index_checks`, the loss labels).
-    checks: tuple[tuple[str, int, int], ...] = ()
+    #: lie in [0, bound) or equal ignore_index (`frame.index_checks`: the loss labels;
+    #: ignore_index None -- the index ops' indices -- exempts no value).
+    checks: tuple[tuple[str, int, int | None], ...] = ()
 
     @property
     def dynamic(self) -> bool:
@@ -74,7 +75,7 @@ class ArgInfo:
         index = d["result_index"]
         return cls(str(d["name"]), d["kind"], tuple(int(x) for x in d["shape"]),
                    None if index is None else int(index), np.dtype(d["dtype"]),
-                   tuple((str(op), int(bound), int(ignore))
+                   tuple((str(op), int(bound), None if ignore is None else int(ignore))
                          for op, bound, ignore in d.get("checks", [])))
 
 
@@ -162,8 +163,9 @@ def signatures(module: ModuleOp) -> dict[str, FunctionSignature]:
     return out
 
 
-def _index_checks(attr: object) -> tuple[tuple[str, int, int], ...]:
-    """The (op, bound, ignore_index) entries of a `frame.index_checks` attribute."""
+def _index_checks(attr: object) -> tuple[tuple[str, int, int | None], ...]:
+    """The (op, bound, ignore_index) entries of a `frame.index_checks` attribute
+    (ignore_index None where the entry has none)."""
     from xdsl.dialects import builtin
 
     if not isinstance(attr, builtin.ArrayAttr):
@@ -171,16 +173,26 @@ def _index_checks(attr: object) -> tuple[tuple[str, int, int], ...]:
     out = []
     for d in attr.data:
         e = d.data  # type: ignore[attr-defined]
-        out.append((e["op"].data, e["bound"].value.data, e["ignore_index"].value.data))
+        ignore = e.get("ignore_index")
+        out.append((e["op"].data, e["bound"].value.data,
+                    None if ignore is None else ignore.value.data))
     return tuple(out)
 
 
 def check_indices(fn: str, arg: ArgInfo, values: np.ndarray) -> None:
     """Raise ValueError, naming the op, the row and the value, if an entry of `values`
-    breaks one of `arg.checks` -- as torch's nll_loss raises for a label out of range."""
+    breaks one of `arg.checks` -- as torch's nll_loss raises for a label out of range,
+    and index_select for an index out of range."""
     flat = values.reshape(-1)
     for op, bound, ignore in arg.checks:
-        bad = ((flat < 0) | (flat >= bound)) & (flat != ignore)
+        bad = (flat < 0) | (flat >= bound)
+        if ignore is None:
+            if bad.any():
+                at = int(np.argmax(bad))
+                raise ValueError(f"@{fn}: {op}: index {int(flat[at])} at position {at} is "
+                                 f"out of range: expected 0 <= index < {bound}")
+            continue
+        bad &= flat != ignore
         if bad.any():
             row = int(np.argmax(bad))
             raise ValueError(f"@{fn}: {op}: label {int(flat[row])} of row {row} is out of "

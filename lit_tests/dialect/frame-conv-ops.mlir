@@ -1,4 +1,4 @@
-// The convolution / pooling family (frame_conv.py): round trip (custom and generic form)
+// The conv and pool families (frame_conv.py, frame_pool.py): round trip (custom and generic form)
 // and the verifier's shape rules (xDSL's --verify-diagnostics prints each diagnostic,
 // which the CHECK lines match). dilation, output_padding, ceil_mode and
 // count_include_pad are optional: absent, they are torch's defaults (1, 0, false, true).

@@ -1,4 +1,4 @@
-// convert-frame-to-linalg on the convolution / pooling family (frame_conv.py). An
+// convert-frame-to-linalg on the conv and pool families (frame_conv.py, frame_pool.py). An
 // undilated conv keeps its plain `out * stride + k` input map (what frame-gemm has
 // always recognised); dilation scales k. conv_transpose is a conv's input gradient: a
 // GEMM into columns, a col2im at `out * stride + k * dilation`, a crop of the padding.

@@ -1,4 +1,4 @@
-// frame-autodiff on the convolution / pooling family (frame_conv.py): conv's gradient
+// frame-autodiff on the conv and pool families (frame_conv.py, frame_pool.py): conv's gradient
 // ops keep its dilation, conv_transpose's VJP is a conv and a conv weight gradient,
 // the pool gradients keep ceil_mode / count_include_pad, and the global pools' VJPs
 // are the pool gradient ops with the full window.

@@ -1067,8 +1067,9 @@ INDEXED_OPS = {"scatter_add", "gather_rows",
                # the losses with integer labels: tests/passes/test_frame_loss.py
                "nll_loss", "nll_loss_grad", "cross_entropy", "cross_entropy_grad"}
 #: Ops whose operands this harness cannot make (index tensors, step functions),
-#: with their own tests against torch: scan in tests/passes/test_frame_scan.py.
-OWN_TESTS = INDEXED_OPS | {"scan"}
+#: with their own tests against torch: scan in tests/passes/test_frame_scan.py;
+#: index_select and index_add in tests/passes/test_frame_index.py.
+OWN_TESTS = INDEXED_OPS | {"scan", "index_select", "index_add"}
 
 
 def _indexed_loss(name: str, param_shape: Shape, k: int, index_type: str, out_shape: Shape,

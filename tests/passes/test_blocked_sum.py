@@ -1,5 +1,6 @@
-"""The blocked full reduction of convert-frame-to-linalg: block choice and the
-(block, offset) -> element index maps, checked exhaustively against numpy."""
+"""The blocked full reduction of convert-frame-to-linalg (frame.sum's lowering, in
+`frame_reduce.py`): block choice and the (block, offset) -> element index maps,
+checked exhaustively against numpy."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from math import prod
 import numpy as np
 import pytest
 
-from frame_mlir.passes.convert_frame_to_linalg import (
+from frame_mlir.dialects.frame_reduce import (
     BLOCKED_SUM_MIN,
     _block_size,
     _flat_index_map,

@@ -1,6 +1,7 @@
 """Partial sums over the last dim and others (a bias gradient) are summed per column,
-then across columns (`convert-frame-to-linalg`'s `_column_sum`): vector code, the same
-bits for every thread count, and torch-close (float64 reference) on odd shapes."""
+then across columns (`frame_reduce._column_sum`, in convert-frame-to-linalg): vector
+code, the same bits for every thread count, and torch-close (float64 reference) on odd
+shapes."""
 
 from __future__ import annotations
 
