@@ -142,6 +142,33 @@ def test_scan_loss_and_gradients_match_torch(carry: tuple[int, ...], length: int
         check(g, want, f"gradient of argument #{i}")
 
 
+@pytest.mark.parametrize(("carry", "length", "n_seq", "bias"), [((2, 3), 4, 1, True),
+                                                              ((3,), 3, 2, False)])
+def test_scan_gradients_match_finite_differences(carry: tuple[int, ...], length: int,
+                                                 n_seq: int, bias: bool) -> None:
+    """The gradient of every input (init, sequences, invariants) from the scan's VJP
+    (the reverse scan over @<step>_vjp) against central differences of the forward
+    scan, both our compiled code: float32 forward, step 1e-2, tanh recurrence. The
+    bound (rtol 5e-3, atol 5e-3 * max|fd|) is the truncation error of the step (h^2/6
+    times a third derivative of order 1 over a few steps) plus the float32 rounding of
+    the loss divided by the step (~1e-7 * |loss| / 1e-2)."""
+    module = parse(rnn_text(carry, length, n_seq, bias))
+    ex = compile_module(module, options=ONE_THREAD, cache=None)
+    vals = inputs(carry, length, n_seq, bias, seed=3)
+    grads = ex("rnn_grad", *vals)[1:]
+    step = 1e-2
+    for i, (v, g) in enumerate(zip(vals, grads, strict=True)):
+        fd = np.zeros(v.shape)
+        for idx in np.ndindex(v.shape):
+            plus, minus = [a.copy() for a in vals], [a.copy() for a in vals]
+            plus[i][idx] += step
+            minus[i][idx] -= step
+            (lp,), (lm,) = ex("rnn", *plus), ex("rnn", *minus)
+            fd[idx] = (float(lp) - float(lm)) / (2 * step)
+        np.testing.assert_allclose(g, fd, rtol=5e-3, atol=5e-3 * max(1.0, np.abs(fd).max()),
+                                   err_msg=f"argument #{i}")
+
+
 @pytest.mark.parametrize(("carry", "length"), [((2, 3), 4), ((3,), 1), ((2, 1, 3), 5)])
 def test_reverse_scan_matches_torch(carry: tuple[int, ...], length: int) -> None:
     module = parse(rnn_text(carry, length, 1, True, reverse=True, params=False))
