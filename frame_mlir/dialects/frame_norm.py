@@ -650,15 +650,16 @@ def _lower_batch_norm_stats(lw: Any, op: Any) -> SSAValue:
     m = op.momentum.value.data
     mean, ss = _batch_stats(lw, x, axis)
     stat, scale = (mean, 1.0) if op.which.data == "mean" else (ss, float(_count(x, axis) - 1))
-    typ = op.results[0].type
-    assert isinstance(typ, TensorType)
 
     def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
         s = a[0] if scale == 1.0 else _bin(b, arith.DivfOp, a[0], _c(b, scale))
         new = _bin(b, arith.MulfOp, _c(b, m), s)
         old = _bin(b, arith.MulfOp, _c(b, 1.0 - m), a[1])
         return _bin(b, arith.AddfOp, new, old)
-    return _per_channel(lw, [stat, op.running], typ, body)
+    # Destination = the running statistic (as sgd_update's is the parameter): a training
+    # step that donates it (`frame.aliasing_output`) updates it in place; otherwise
+    # frame-bufferize copies it first (value semantics).
+    return lw.generic([stat], op.running, [identity_map(1)] * 2, [PAR], body)
 
 
 def _bn_backward(lw: Any, op: Any, mean: SSAValue, rstd: SSAValue,

@@ -73,7 +73,8 @@ func.func @bn(%x: tensor<2x3x4xf32> {frame.param = "x"}, %g: tensor<3xf32> {fram
 // -----
 
 // [N, C] (channel last): the loops stay (n, c), the channel loop innermost. The
-// running mean: momentum * mean + (1 - momentum) * running.
+// running mean: momentum * mean + (1 - momentum) * running, written into the running
+// mean's own tensor (the destination), so a step that donates it updates it in place.
 func.func @bn_stats(%x: tensor<6x3xf32>, %r: tensor<3xf32>) -> tensor<3xf32> {
   %m = frame.batch_norm_stats %x, %r {axis = 1 : i64, momentum = 2.500000e-01 : f32, which = "mean"} : (tensor<6x3xf32>, tensor<3xf32>) -> tensor<3xf32>
   func.return %m : tensor<3xf32>
@@ -82,8 +83,8 @@ func.func @bn_stats(%x: tensor<6x3xf32>, %r: tensor<3xf32>) -> tensor<3xf32> {
 // CHECK-LABEL: func.func @bn_stats
 // CHECK:         %[[SUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"], doc = "frame.batch_norm_stats"}
 // CHECK:         %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<3xf32>)
-// CHECK:         %m = linalg.generic {{.*}} ins(%[[MEAN]], %r : tensor<3xf32>, tensor<3xf32>)
-// CHECK-NEXT:    ^bb0(%[[S:.*]]: f32, %[[OLD:.*]]: f32, %{{.*}}: f32):
+// CHECK:         %m = linalg.generic {{.*}} ins(%[[MEAN]] : tensor<3xf32>) outs(%r : tensor<3xf32>)
+// CHECK-NEXT:    ^bb0(%[[S:.*]]: f32, %[[OLD:.*]]: f32):
 // CHECK-NEXT:      %[[M:.*]] = arith.constant 2.500000e-01 : f32
 // CHECK-NEXT:      %[[NEW:.*]] = arith.mulf %[[M]], %[[S]] : f32
 // CHECK-NEXT:      %[[K:.*]] = arith.constant 7.500000e-01 : f32

@@ -208,3 +208,44 @@ def test_channel_axis_other_than_one() -> None:
                        _t(bs), training=True, momentum=0.5, eps=EPS).movedim(1, 2)
     _close(y, ref, "y")
     _close(new_rv, trv, "running_var")
+
+
+def test_running_statistics_are_updated_in_place() -> None:
+    """A training step's batch norm with its running mean and variance donated to the
+    updated statistics (`frame.aliasing_output`, as frame-sgd-fuse donates parameters):
+    bufferization writes the new statistics into the arguments' own buffers, so after
+    one native call they hold torch's values (momentum 0.1, unbiased variance) and the
+    function returns only y."""
+    import ctypes
+
+    from frame_mlir.passes.common import set_arg_attr
+    from frame_mlir.runtime.executable import aligned_empty
+
+    shape = (4, 3, 5)
+    g = Graph("bn_step")
+    x = g.add_input(shape, "x")
+    gamma, beta = g.add_input((3,), "gamma"), g.add_input((3,), "beta")
+    rm, rv = g.add_input((3,), "running_mean"), g.add_input((3,), "running_var")
+    y = g.emit(frame.BatchNormOp(x, gamma, beta, 1e-5))
+    new_rm = g.emit(frame.BatchNormStatsOp(x, rm, 0.1, "mean"))
+    new_rv = g.emit(frame.BatchNormStatsOp(x, rv, 0.1, "var"))
+    fn = g.finish([y, new_rm, new_rv])
+    set_arg_attr(fn, 3, "frame.aliasing_output", builtin.IntegerAttr(1, 64))
+    set_arg_attr(fn, 4, "frame.aliasing_output", builtin.IntegerAttr(2, 64))
+    ex = compile_module(builtin.ModuleOp([fn]), options=CompileOptions(threads=1), cache=None)
+    sig = ex.signatures["bn_step"]
+    assert [a.kind for a in sig.args] == ["input"] * 5 + ["output", "arena"]
+    rng = np.random.default_rng(5)
+    xs = rng.standard_normal(shape).astype(np.float32)
+    gs, bs = rng.uniform(0.5, 1.5, 3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    rms, rvs = rng.standard_normal(3).astype(np.float32), rng.uniform(0.5, 2, 3).astype(np.float32)
+    trm, trv = _t(rms.copy()), _t(rvs.copy())
+    ty = torch.nn.functional.batch_norm(_t(xs), trm, trv, _t(gs), _t(bs), training=True,
+                                        momentum=0.1, eps=1e-5)
+    out = np.zeros(shape, np.float32)
+    arena = aligned_empty(max(sig.arena_size, 64))
+    bufs = [xs, gs, bs, rms, rvs, out, arena]
+    ex.function("bn_step")(*[ctypes.c_void_p(b.ctypes.data) for b in bufs])
+    _close(out, ty, "y")
+    _close(rms, trm, "running_mean, updated in place")
+    _close(rvs, trv, "running_var, updated in place")
