@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench_workloads import best_per_step  # noqa: E402
 
 LR = 0.01
 MODELS = ("transformer", "lstm", "mamba")
@@ -127,18 +128,9 @@ def bench_ours(key: str, cfg: dict[str, Any], budget: float, repeats: int) -> di
 
 
 def best_ms(step: Callable[[], object], budget: float, repeats: int) -> float:
-    """Best per-step time of `repeats` timed runs, each about budget/repeats long."""
-    t0 = time.perf_counter()
-    step()
-    one = max(time.perf_counter() - t0, 1e-6)
-    n = max(1, int(budget / repeats / one))
-    best = math.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        best = min(best, (time.perf_counter() - t0) / n)
-    return best * 1e3
+    """Best ms per step of `repeats` timed runs, `budget` seconds in all (the workload
+    bench's timer)."""
+    return best_per_step(step, budget / repeats, repeats) * 1e3
 
 
 def torch_model(key: str, cfg: dict[str, Any], torch: Any) -> Callable[[Any, list[Any]], Any]:

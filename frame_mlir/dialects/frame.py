@@ -436,9 +436,22 @@ LOWERINGS: dict[type[Operation], Callable[[Any, Operation], SSAValue]] = {
 # (imported here, once this module's base classes, helpers and core ops exist;
 # `frame_mlir.dialects` imports this module first, so a family is never imported on
 # its own). Each family's ops are added to the dialect below and re-exported.
-from frame_mlir.dialects.frame_contraction import OPS as _CONTRACTION_OPS  # noqa: E402
+from frame_mlir.dialects import (  # noqa: E402
+    frame_contraction,
+    frame_conv,
+    frame_elementwise,
+    frame_index,
+    frame_loss,
+    frame_math,
+    frame_movement,
+    frame_norm,
+    frame_pool,
+    frame_reduce,
+    frame_scan,
+    frame_softmax,
+    frame_spectral,
+)
 from frame_mlir.dialects.frame_contraction import MatmulOp  # noqa: E402, F401
-from frame_mlir.dialects.frame_conv import OPS as _CONV_OPS  # noqa: E402
 from frame_mlir.dialects.frame_conv import (  # noqa: E402, F401
     ConvGradInputOp,
     ConvGradWeightOp,
@@ -447,7 +460,6 @@ from frame_mlir.dialects.frame_conv import (  # noqa: E402, F401
     conv_output_shape,
     conv_transpose_output_shape,
 )
-from frame_mlir.dialects.frame_elementwise import OPS as _ELEMENTWISE_OPS  # noqa: E402
 from frame_mlir.dialects.frame_elementwise import (  # noqa: E402, F401
     AddOp,
     HeavisideSurrogateGradOp,
@@ -460,14 +472,12 @@ from frame_mlir.dialects.frame_elementwise import (  # noqa: E402, F401
     SigmoidOp,
     SubOp,
 )
-from frame_mlir.dialects.frame_index import OPS as _INDEX_OPS  # noqa: E402
 from frame_mlir.dialects.frame_index import (  # noqa: E402, F401
     GatherRowsOp,
     IndexAddOp,
     IndexSelectOp,
     ScatterAddOp,
 )
-from frame_mlir.dialects.frame_loss import OPS as _LOSS_OPS  # noqa: E402
 from frame_mlir.dialects.frame_loss import (  # noqa: E402, F401
     CrossEntropyGradOp,
     CrossEntropyOp,
@@ -476,7 +486,6 @@ from frame_mlir.dialects.frame_loss import (  # noqa: E402, F401
     NllLossGradOp,
     NllLossOp,
 )
-from frame_mlir.dialects.frame_math import OPS as _MATH_OPS  # noqa: E402
 from frame_mlir.dialects.frame_math import (  # noqa: E402, F401
     AbsGradOp,
     AbsOp,
@@ -492,7 +501,6 @@ from frame_mlir.dialects.frame_math import (  # noqa: E402, F401
     ThresholdGradOp,
     ThresholdOp,
 )
-from frame_mlir.dialects.frame_movement import OPS as _MOVEMENT_OPS  # noqa: E402
 from frame_mlir.dialects.frame_movement import (  # noqa: E402, F401
     ConcatOp,
     PadOp,
@@ -500,7 +508,6 @@ from frame_mlir.dialects.frame_movement import (  # noqa: E402, F401
     SliceOp,
     TransposeOp,
 )
-from frame_mlir.dialects.frame_norm import OPS as _NORM_OPS  # noqa: E402
 from frame_mlir.dialects.frame_norm import (  # noqa: E402, F401
     BatchNormGradOp,
     BatchNormInferenceGradOp,
@@ -510,7 +517,6 @@ from frame_mlir.dialects.frame_norm import (  # noqa: E402, F401
     LayerNormGradOp,
     LayerNormOp,
 )
-from frame_mlir.dialects.frame_pool import OPS as _POOL_OPS  # noqa: E402
 from frame_mlir.dialects.frame_pool import (  # noqa: E402, F401
     AvgPoolGradOp,
     AvgPoolOp,
@@ -520,7 +526,6 @@ from frame_mlir.dialects.frame_pool import (  # noqa: E402, F401
     MaxPoolOp,
     pool_output_shape,
 )
-from frame_mlir.dialects.frame_reduce import OPS as _REDUCE_OPS  # noqa: E402
 from frame_mlir.dialects.frame_reduce import (  # noqa: E402, F401
     BroadcastOp,
     MaxGradOp,
@@ -532,20 +537,17 @@ from frame_mlir.dialects.frame_reduce import (  # noqa: E402, F401
     MinimumOp,
     SumOp,
 )
-from frame_mlir.dialects.frame_scan import OPS as _SCAN_OPS  # noqa: E402
 from frame_mlir.dialects.frame_scan import (  # noqa: E402, F401
     ScanOp,
     SelectiveScanGradOp,
     SelectiveScanOp,
 )
-from frame_mlir.dialects.frame_softmax import OPS as _SOFTMAX_OPS  # noqa: E402
 from frame_mlir.dialects.frame_softmax import (  # noqa: E402, F401
     LogSoftmaxGradOp,
     LogSoftmaxOp,
     SoftmaxGradOp,
     SoftmaxOp,
 )
-from frame_mlir.dialects.frame_spectral import OPS as _SPECTRAL_OPS  # noqa: E402
 from frame_mlir.dialects.frame_spectral import (  # noqa: E402, F401
     IrfftGradOp,
     IrfftOp,
@@ -553,24 +555,14 @@ from frame_mlir.dialects.frame_spectral import (  # noqa: E402, F401
     RfftOp,
 )
 
+#: The op families, each a module with `OPS`, `VJP_RULES` and `LOWERINGS`: the dialect
+#: holds their ops, frame-autodiff and convert-frame-to-linalg merge their tables.
+FAMILIES = (frame_contraction, frame_conv, frame_elementwise, frame_index,
+            frame_loss, frame_math, frame_movement, frame_norm,
+            frame_pool, frame_reduce, frame_scan, frame_softmax, frame_spectral)
+
 Frame = Dialect(
     "frame",
-    [
-        *_CONTRACTION_OPS,
-        *_CONV_OPS,
-        *_ELEMENTWISE_OPS,
-        *_INDEX_OPS,
-        *_LOSS_OPS,
-        *_MATH_OPS,
-        *_MOVEMENT_OPS,
-        *_NORM_OPS,
-        *_POOL_OPS,
-        *_REDUCE_OPS,
-        *_SCAN_OPS,
-        *_SOFTMAX_OPS,
-        *_SPECTRAL_OPS,
-        ConstantOp,
-        SgdUpdateOp,
-    ],
+    [*(op for family in FAMILIES for op in family.OPS), ConstantOp, SgdUpdateOp],
     [],
 )

@@ -89,8 +89,44 @@ from frame_mlir.passes.linalg_utils import round_to as _round_to
 # --- ops --------------------------------------------------------------------------------
 
 
+class _Reduction:
+    """`axes` (all when absent) and `keepdims` of a reduction."""
+
+    axes = opt_prop_def(DenseArrayBase.constr(i64))
+    keepdims = opt_prop_def(UnitAttr)
+
+    @staticmethod
+    def props(axes: Sequence[int] | None, keepdims: bool) -> dict[str, Attribute | None]:
+        return {"axes": None if axes is None else DenseArrayBase.from_list(i64, list(axes)),
+                "keepdims": UnitAttr() if keepdims else None}
+
+    def axes_list(self) -> list[int] | None:
+        return None if self.axes is None else [int(a) for a in self.axes.get_values()]
+
+    def keeps_dims(self) -> bool:
+        return self.keepdims is not None
+
+    def reduced_axes(self, rank: int) -> list[int]:
+        """The reduced axes, resolved against the operand rank."""
+        axes = self.axes_list()
+        return list(range(rank)) if axes is None else axes
+
+    def rule_attrs(self) -> dict[str, object]:
+        return {"axes": self.axes_list(), "keepdims": self.keeps_dims()}
+
+
+class _UnaryReduction(_Reduction, UnaryOp):
+    """A reduction of one operand: the builder every such op shares."""
+
+    def __init__(self, input: SSAValue | Operation, axes: Sequence[int] | None = None,
+                 keepdims: bool = False, result_type: Attribute | None = None):
+        ops = [SSAValue.get(input)]
+        rtype = result_type or self.result_type_for(ops, axes=axes, keepdims=keepdims)
+        super().__init__(input, rtype, self.props(axes, keepdims))
+
+
 @irdl_op_definition
-class SumOp(UnaryOp):
+class SumOp(_UnaryReduction):
     """Sum over `axes` (all axes when absent), dropping the reduced dims (keeping them as
     size 1 with `keepdims`, as torch's keepdim=True).
 
@@ -100,25 +136,10 @@ class SumOp(UnaryOp):
     """
 
     name = "frame.sum"
-    axes = opt_prop_def(DenseArrayBase.constr(i64))
-    keepdims = opt_prop_def(UnitAttr)
 
     def __init__(self, input: SSAValue | Operation, axes: Sequence[int] | None = None,
                  result_type: Attribute | None = None, keepdims: bool = False):
-        props: dict[str, Attribute | None] = {
-            "axes": DenseArrayBase.from_list(i64, list(axes)) if axes is not None else None,
-            "keepdims": UnitAttr() if keepdims else None}
-        ops = [SSAValue.get(input)]
-        rtype = result_type or self.result_type_for(ops, axes=axes, keepdims=keepdims)
-        super().__init__(input, rtype, props)
-
-    def reduced_axes(self, rank: int) -> list[int]:
-        """The reduced axes, resolved against the operand rank."""
-        return list(range(rank)) if self.axes is None else list(self.axes.get_values())
-
-    def rule_attrs(self) -> dict[str, object]:
-        return {"axes": None if self.axes is None else list(self.axes.get_values()),
-                "keepdims": self.keepdims is not None}
+        super().__init__(input, axes, keepdims, result_type)
 
     @staticmethod
     def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
@@ -165,32 +186,6 @@ class BroadcastOp(UnaryOp):
         return target
 
 
-class _Reduction:
-    """`axes` (all when absent) and `keepdims` of a reduction."""
-
-    axes = opt_prop_def(DenseArrayBase.constr(i64))
-    keepdims = opt_prop_def(UnitAttr)
-
-    @staticmethod
-    def props(axes: Sequence[int] | None, keepdims: bool) -> dict[str, Attribute | None]:
-        return {"axes": None if axes is None else DenseArrayBase.from_list(i64, list(axes)),
-                "keepdims": UnitAttr() if keepdims else None}
-
-    def axes_list(self) -> list[int] | None:
-        return None if self.axes is None else [int(a) for a in self.axes.get_values()]
-
-    def keeps_dims(self) -> bool:
-        return self.keepdims is not None
-
-    def reduced_axes(self, rank: int) -> list[int]:
-        """The reduced axes, resolved against the operand rank."""
-        axes = self.axes_list()
-        return list(range(rank)) if axes is None else axes
-
-    def rule_attrs(self) -> dict[str, object]:
-        return {"axes": self.axes_list(), "keepdims": self.keeps_dims()}
-
-
 def _max_shape(name: str, shape: Shape, attrs: dict[str, object]) -> Shape:
     """frame.max's result shape; a max needs at least one element per group (torch
     raises on an empty one)."""
@@ -205,7 +200,7 @@ def _max_shape(name: str, shape: Shape, attrs: dict[str, object]) -> Shape:
 
 
 @irdl_op_definition
-class MeanOp(_Reduction, UnaryOp):
+class MeanOp(_UnaryReduction):
     """Mean over `axes` (all when absent), f32 accumulation, reduced dims dropped (kept
     as size 1 with `keepdims`): torch.mean(x, axes, keepdim).
 
@@ -213,12 +208,6 @@ class MeanOp(_Reduction, UnaryOp):
     """
 
     name = "frame.mean"
-
-    def __init__(self, input: SSAValue | Operation, axes: Sequence[int] | None = None,
-                 keepdims: bool = False):
-        ops = [SSAValue.get(input)]
-        super().__init__(input, self.result_type_for(ops, axes=axes, keepdims=keepdims),
-                         self.props(axes, keepdims))
 
     @staticmethod
     def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
@@ -228,7 +217,7 @@ class MeanOp(_Reduction, UnaryOp):
 
 
 @irdl_op_definition
-class MaxOp(_Reduction, UnaryOp):
+class MaxOp(_UnaryReduction):
     """Maximum over `axes` (all when absent), NaN propagating, reduced dims dropped (kept
     as size 1 with `keepdims`): torch.amax(x, axes, keepdim).
 
@@ -236,12 +225,6 @@ class MaxOp(_Reduction, UnaryOp):
     """
 
     name = "frame.max"
-
-    def __init__(self, input: SSAValue | Operation, axes: Sequence[int] | None = None,
-                 keepdims: bool = False):
-        ops = [SSAValue.get(input)]
-        super().__init__(input, self.result_type_for(ops, axes=axes, keepdims=keepdims),
-                         self.props(axes, keepdims))
 
     @staticmethod
     def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:

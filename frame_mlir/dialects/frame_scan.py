@@ -272,8 +272,7 @@ def step_vjp_function(step: func.FuncOp, name: str, n_rows: int) -> tuple[func.F
         if o is ret:
             continue
         clone = o.clone(value_mapper=mapping)
-        for key in ("frame.stage",):
-            clone.attributes.pop(key, None)
+        clone.attributes.pop("frame.stage", None)  # the VJP step is one stage of its own
         g.emit(clone)
         for old, new in zip(o.results, clone.results, strict=True):
             mapping[old] = new

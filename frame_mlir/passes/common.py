@@ -66,6 +66,16 @@ def provenance(op: Operation) -> dict[str, Attribute]:
     return {k: v for k, v in op.attributes.items() if k in PROVENANCE_ATTRS}
 
 
+def arena_arg_index(fn: func.FuncOp) -> int | None:
+    """Index of `fn`'s argument marked `frame.arena` (frame-bufferize's), if any."""
+    if fn.arg_attrs is None:
+        return None
+    for i, d in enumerate(fn.arg_attrs.data):
+        if "frame.arena" in d.data:
+            return i
+    return None
+
+
 def callees_first(pass_name: str, functions: dict[str, func.FuncOp],
                   callee_of: Callable[[Operation], str | None]) -> list[func.FuncOp]:
     """`functions` ordered so that every function an op of another one runs

@@ -40,22 +40,8 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from frame_mlir.dialects import (
-    frame,
-    frame_contraction,
-    frame_conv,
-    frame_elementwise,
-    frame_index,
-    frame_loss,
-    frame_math,
-    frame_movement,
-    frame_norm,
-    frame_pool,
-    frame_reduce,
-    frame_scan,
-    frame_softmax,
-    frame_spectral,
-)
+from frame_mlir.dialects import frame
+from frame_mlir.dialects.frame_scan import ScanOp
 from frame_mlir.passes.common import fail, provenance
 from frame_mlir.passes.linalg_utils import PAR, BodyFn, identity_map
 
@@ -147,26 +133,14 @@ def broadcast_map(operand: Sequence[int], result: Sequence[int]) -> AffineMapAtt
 
 
 #: Every family's lowerings, after `frame.py`'s own (constant and sgd_update).
-LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = dict(
-    frame.LOWERINGS)
-LOWERINGS.update(frame_contraction.LOWERINGS)
-LOWERINGS.update(frame_conv.LOWERINGS)
-LOWERINGS.update(frame_elementwise.LOWERINGS)
-LOWERINGS.update(frame_index.LOWERINGS)
-LOWERINGS.update(frame_loss.LOWERINGS)
-LOWERINGS.update(frame_math.LOWERINGS)
-LOWERINGS.update(frame_movement.LOWERINGS)
-LOWERINGS.update(frame_norm.LOWERINGS)
-LOWERINGS.update(frame_pool.LOWERINGS)
-LOWERINGS.update(frame_reduce.LOWERINGS)
-LOWERINGS.update(frame_scan.LOWERINGS)
-LOWERINGS.update(frame_softmax.LOWERINGS)
-LOWERINGS.update(frame_spectral.LOWERINGS)
+LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
+    **frame.LOWERINGS,
+    **{op: lower for family in frame.FAMILIES for op, lower in family.LOWERINGS.items()}}
 
 
 class _LowerFrameOp(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, frame.FrameOp) or isinstance(op, frame_scan.ScanOp):
+        if not isinstance(op, frame.FrameOp) or isinstance(op, ScanOp):
             return  # a scan stays, on tensors: frame-bufferize and frame-lower-scan lower it
         lower = LOWERINGS.get(type(op))
         if lower is None:

@@ -82,6 +82,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from frame_mlir.passes.common import arena_arg_index
 from frame_mlir.passes.frame_bufferize import ALIGN
 from frame_mlir.passes.frame_parallelize import PARALLEL_ATTR
 from frame_mlir.passes.llvm_common import static_strides
@@ -1049,15 +1050,6 @@ def _erase_unused_fills(module: builtin.ModuleOp, names: set[str]) -> None:
             fn.erase()
 
 
-def _arena_arg(fn: func.FuncOp) -> int | None:
-    if fn.arg_attrs is None:
-        return None
-    for i, d in enumerate(fn.arg_attrs.data):
-        if "frame.arena" in d.data:
-            return i
-    return None
-
-
 @dataclass(frozen=True)
 class FrameGemm(ModulePass):
     """Rewrite contraction kernels as packed, cache-blocked GEMMs (see module doc)."""
@@ -1143,7 +1135,7 @@ class FrameGemm(ModulePass):
                      and c.callee.root_reference.data in scratch_of]
             if not calls:
                 continue
-            index = _arena_arg(fn)
+            index = arena_arg_index(fn)
             if index is None:
                 raise ValueError(f"@{fn.sym_name.data} calls a GEMM kernel but has no "
                                  "frame.arena argument for its scratch")

@@ -44,19 +44,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from frame_mlir.dialects.frame_rt import RowOp, ScanOp
-from frame_mlir.passes.common import callees_first, fail, provenance
-
-ALIGN = 64
-
-
-def _arena_index(fn: func.FuncOp) -> int | None:
-    """Index of the argument marked `frame.arena`, if any."""
-    if fn.arg_attrs is None:
-        return None
-    for i, d in enumerate(fn.arg_attrs.data):
-        if "frame.arena" in d.data:
-            return i
-    return None
+from frame_mlir.passes.common import arena_arg_index, callees_first, fail, provenance
+from frame_mlir.passes.frame_bufferize import ALIGN
 
 
 def _bytes(typ: object) -> int:
@@ -95,7 +84,7 @@ class FrameLowerScan(ModulePass):
             raise fail(self.name, scan, f"step function {scan.body} expected a func.func "
                        "with a body in the module")
         inputs = step.function_type.inputs.data
-        if _arena_index(step) != len(inputs) - 1:
+        if arena_arg_index(step) != len(inputs) - 1:
             raise fail(self.name, scan, f"step function {scan.body} expected its arena "
                        "(frame.arena) as its last argument (run frame-bufferize first)")
         return step
@@ -109,7 +98,7 @@ class FrameLowerScan(ModulePass):
                  if _bytes(st.function_type.inputs.data[-1]) > _bytes(s.parts()[4].type)]
         region: tuple[SSAValue, int] | None = None  # (caller's arena, offset)
         if grown:
-            index = _arena_index(fn)
+            index = arena_arg_index(fn)
             if index is None:
                 raise fail(self.name, grown[0][0], "the step's arena has grown past its "
                            "slot and the caller has no frame.arena argument to grow")

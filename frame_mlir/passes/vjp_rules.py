@@ -19,21 +19,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.ir import Operation, SSAValue
 
-from frame_mlir.dialects import (
-    frame_contraction,
-    frame_conv,
-    frame_elementwise,
-    frame_index,
-    frame_loss,
-    frame_math,
-    frame_movement,
-    frame_norm,
-    frame_pool,
-    frame_reduce,
-    frame_scan,
-    frame_softmax,
-    frame_spectral,
-)
+from frame_mlir.dialects.frame import FAMILIES
 
 Emitter = Callable[[Operation], SSAValue]
 Adjoints = list[SSAValue | None]
@@ -41,17 +27,5 @@ VjpRule = Callable[[Emitter, Operation, SSAValue, Sequence[bool]], Adjoints]
 
 
 #: Every family's rules (`frame.py`'s own ops, constant and sgd_update, have none).
-VJP_RULES: dict[type[Operation], VjpRule] = {}
-VJP_RULES.update(frame_contraction.VJP_RULES)
-VJP_RULES.update(frame_conv.VJP_RULES)
-VJP_RULES.update(frame_elementwise.VJP_RULES)
-VJP_RULES.update(frame_index.VJP_RULES)
-VJP_RULES.update(frame_loss.VJP_RULES)
-VJP_RULES.update(frame_math.VJP_RULES)
-VJP_RULES.update(frame_movement.VJP_RULES)
-VJP_RULES.update(frame_norm.VJP_RULES)
-VJP_RULES.update(frame_pool.VJP_RULES)
-VJP_RULES.update(frame_reduce.VJP_RULES)
-VJP_RULES.update(frame_scan.VJP_RULES)
-VJP_RULES.update(frame_softmax.VJP_RULES)
-VJP_RULES.update(frame_spectral.VJP_RULES)
+VJP_RULES: dict[type[Operation], VjpRule] = {
+    op: rule for family in FAMILIES for op, rule in family.VJP_RULES.items()}
