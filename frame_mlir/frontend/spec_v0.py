@@ -204,7 +204,7 @@ def _json_level_errors(doc: Any) -> list[Diagnostic]:
 # --------------------------------------------------------------------------- helpers
 
 
-def _brief(value: Any) -> str:
+def brief_value(value: Any) -> str:
     """Short rendering of a JSON value for ``found`` fields; never deep or huge."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -217,14 +217,14 @@ def _brief(value: Any) -> str:
         if len(value) <= 8 and all(
             isinstance(v, int | float | str | bool) or v is None for v in value
         ):
-            return "[" + ", ".join(_brief(v) for v in value) + "]"
+            return "[" + ", ".join(brief_value(v) for v in value) + "]"
         return f"an array of {len(value)} items"
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     if isinstance(value, bool):
         return "boolean"
     if value is None:
@@ -363,12 +363,12 @@ def _schema_diagnostics(error: ValidationError) -> Iterator[Diagnostic]:
         return
 
     rule = _schema_rule(parts, kind)
-    found = _brief(inst)
+    found = brief_value(inst)
     message = ""
     if kind == "type":
         expected = vv if isinstance(vv, str) else " or ".join(vv)
         if inst is not None and not isinstance(inst, dict):
-            found = f"{_json_type(inst)} {found}"
+            found = f"{json_type(inst)} {found}"
     elif kind == "enum":
         expected = "one of " + ", ".join(json.dumps(v) for v in vv)
     elif kind == "const":
@@ -452,7 +452,7 @@ class _Checker:
         if lr is not None and 0 < lr < 1 and np.float32(lr) == 0:  # (the schema caps lr)
             self.add("FE-000", ("optimizer", "learning_rate"),
                      "a learning rate > 0 in float32 (at least 1.4e-45)",
-                     f"{_brief(lr)}, which rounds to 0")
+                     f"{brief_value(lr)}, which rounds to 0")
 
     # FE-002: a name must be non-empty and unique across inputs and layers.
     def define(self, name: Any, parts: tuple[Part, ...]) -> bool:
@@ -718,14 +718,14 @@ class _Checker:
             lo32, hi32 = np.float32(lo), np.float32(hi)
             width = hi32 - lo32
         if not lo32 < hi32:
-            self.add("FE-005", parts, "[lo, hi] with lo < hi (in float32)", _brief(value))
+            self.add("FE-005", parts, "[lo, hi] with lo < hi (in float32)", brief_value(value))
         elif not np.isfinite(width):
             self.add(
                 "FE-005",
                 parts,
                 "a range whose width hi - lo is finite in float32",
-                _brief(value),
-                f"range {_brief(value)} is too wide: hi - lo overflows float32",
+                brief_value(value),
+                f"range {brief_value(value)} is too wide: hi - lo overflows float32",
             )
 
 
@@ -779,8 +779,8 @@ def validate(doc: object) -> list[Diagnostic]:
                 "FE-000",
                 "",
                 "a JSON object",
-                f"{_json_type(doc)} {_brief(doc)}",
-                f"a spec must be a JSON object, found {_json_type(doc)}",
+                f"{json_type(doc)} {brief_value(doc)}",
+                f"a spec must be a JSON object, found {json_type(doc)}",
             )
         ]
     version = doc.get("schema_version")
@@ -794,8 +794,8 @@ def validate(doc: object) -> list[Diagnostic]:
                 "FE-001",
                 "/schema_version",
                 "0",
-                _brief(version),
-                f"unsupported schema_version {_brief(version)} "
+                brief_value(version),
+                f"unsupported schema_version {brief_value(version)} "
                 "(this frontend reads schema_version 0)",
             )
         ]
@@ -901,11 +901,13 @@ def parse_spec(text: str, source: str = "<string>") -> ModelSpec:
 MAX_SPEC_BYTES = 1 << 30
 
 
-def load_spec(path: str | Path) -> ModelSpec:
-    """Read, parse and validate the v0 spec file at ``path`` (``-``: standard input).
+def read_document(path: str | Path) -> tuple[str, str]:
+    """The UTF-8 text of the file at ``path`` (``-``: standard input) and the source name
+    diagnostics use; shared by the JSON frontends.
 
     Raises:
-        SpecError: ``IO-001`` if the file cannot be read, otherwise as :func:`parse_spec`.
+        SpecError: ``IO-001`` if the file cannot be read (or is larger than
+        ``MAX_SPEC_BYTES``), ``JSON-001`` if it is not UTF-8.
     """
     from_stdin = str(path) == "-"  # the tools' convention, as in mlir-opt
     source = "<stdin>" if from_stdin else str(path)
@@ -946,4 +948,36 @@ def load_spec(path: str | Path) -> ModelSpec:
             ],
             source,
         ) from None
+    return text, source
+
+
+def json_value_errors(doc: Any) -> list[Diagnostic]:
+    """``JSON-001`` diagnostics of duplicate keys and non-finite numbers in a document
+    parsed by :func:`decode_document` with ``values=False``."""
+    return _json_level_errors(doc)
+
+
+def decode_document(text: str, source: str, values: bool = True) -> Any:
+    """Parse ``text`` as strict JSON: no syntax error and, with `values`, no duplicate
+    keys nor non-finite numbers (without it, those are left for `validate`, which
+    reports them in document order with the v0 rules).
+
+    Raises:
+        SpecError: with every ``JSON-001`` diagnostic.
+    """
+    doc, diags = _decode(text, source)
+    if not diags and values:
+        diags = _json_level_errors(doc)
+    if diags:
+        raise SpecError(diags, source)
+    return doc
+
+
+def load_spec(path: str | Path) -> ModelSpec:
+    """Read, parse and validate the v0 spec file at ``path`` (``-``: standard input).
+
+    Raises:
+        SpecError: ``IO-001`` if the file cannot be read, otherwise as :func:`parse_spec`.
+    """
+    text, source = read_document(path)
     return parse_spec(text, source)

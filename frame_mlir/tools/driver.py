@@ -42,20 +42,28 @@ def emit_stage(spec: ModelSpec, stage: str, out: TextIO, *,
     after every pass up to there goes to stderr, as in a training run). `options`:
     the compile options (`--threads`), None for the defaults."""
     from frame_mlir.frontend.lower_spec import lower_spec
+
+    emit_module_stage(lower_spec(spec).module, spec.optimizer.learning_rate, stage, out,
+                      print_ir_after_all=print_ir_after_all, options=options)
+
+
+def emit_module_stage(module: ModuleOp, lr: float | None, stage: str, out: TextIO, *,
+                      print_ir_after_all: bool = False,
+                      options: CompileOptions | None = None) -> None:
+    """Run the pipeline on a frontend's `module` up to `stage` and print it there (the
+    LLVM stages print LLVM IR, the optimised IR or assembly). `lr` fuses SGD (None:
+    gradient functions stay)."""
     from frame_mlir.passes.pipeline import run_pipeline
 
-    lowered = lower_spec(spec)
-    module = lowered.module
     hook = print_ir_after_all_hook(sys.stderr) if print_ir_after_all else None
     if stage == "frontend":
         out.write(ir_text(module) + "\n")
         return
     if stage in STAGE_NAMES:
-        run_pipeline(module, spec.optimizer.learning_rate, stop_after=stage, after_pass=hook,
-                     options=options)
+        run_pipeline(module, lr, stop_after=stage, after_pass=hook, options=options)
         out.write(ir_text(module) + "\n")
         return
-    run_pipeline(module, spec.optimizer.learning_rate, after_pass=hook, options=options)
+    run_pipeline(module, lr, after_pass=hook, options=options)
     from frame_mlir.backend.llvm.jit import jit_compile
     from frame_mlir.backend.llvm.translate import to_llvm_text
 

@@ -1,6 +1,7 @@
-"""frame-dslc: the seed tool's interface to schema-v0 model specs.
+"""frame-dslc: the seed tool's interface to schema-v0 model specs (and JSON networks).
 
-    frame-dslc --check spec.json   validate; prints `OK <model name>`
+    frame-dslc --check spec.json   validate; prints `OK <model name>` (for a JSON
+                                   network: `OK <file stem>`)
     frame-dslc --run spec.json     compile and train in process (like frame-run)
     frame-dslc --emit spec.json -o DIR      write DIR/main.cpp + DIR/CMakeLists.txt:
                                    a standalone C++ program that trains the model
@@ -41,8 +42,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         args = build_parser().parse_args(argv)
-        from frame_mlir.frontend.spec_v0 import load_spec
-
         if args.emit and not args.out:
             build_parser().error("--emit needs --out DIR")
         if args.out is not None and not args.emit:
@@ -54,10 +53,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.emit and args.out == "-":
             build_parser().error("--out needs a directory (the program is two files), "
                                  "found '-'")
-        spec = load_spec(args.spec)
+        from frame_mlir.frontend.detect import load_model
+        from frame_mlir.frontend.spec import ModelSpec
+
+        model = load_model(args.spec)
         if args.check:
-            print(f"OK {spec.name}")
+            print(f"OK {model.name}")
             return 0
+        if not isinstance(model, ModelSpec):
+            raise ValueError(f"{args.spec} is a JSON network: --run and --emit take v0 model "
+                             "specs; train a network with `frame-run "
+                             f"{args.spec} --data SOURCE`")
+        spec = model
         if args.emit:
             from pathlib import Path
 

@@ -1,0 +1,28 @@
+"""Which frontend reads a JSON file: the tools tell a v0 model spec (`schema_version`)
+from a JSON network (`inputs` / `outputs` / `operators`) by their top-level keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from frame_mlir.frontend.spec_v0 import decode_document, read_document, spec_from_doc
+
+if TYPE_CHECKING:
+    from frame_mlir.frontend.network.loader import NetworkSpec
+    from frame_mlir.frontend.spec import ModelSpec
+
+
+def load_model(path: str | Path) -> ModelSpec | NetworkSpec:
+    """Read, parse and validate a v0 spec or a JSON network (`-`: standard input).
+
+    Raises:
+        SpecError: every diagnostic of the frontend the document belongs to.
+    """
+    from frame_mlir.frontend.network.loader import is_network_document, load_network_doc
+
+    text, source = read_document(path)
+    doc = decode_document(text, source, values=False)
+    if is_network_document(doc):
+        return load_network_doc(doc, source, path)
+    return spec_from_doc(doc, source)

@@ -1,0 +1,1 @@
+"""The JSON network format frontend (dlprimitives' format, seed 003)."""

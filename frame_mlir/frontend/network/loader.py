@@ -1,0 +1,363 @@
+"""Loading and validation of JSON network documents (dlprimitives' format, seed 003).
+
+Validation runs in layers, each reporting everything it finds (the v0 frontend's style:
+rule id, JSON pointer, expected vs found, all diagnostics at once):
+
+1. strict JSON (``JSON-001``, shared with the v0 frontend);
+2. the JSON Schema built from the operator table (`schema.py`): structure, types,
+   operator types (``NET-001``), option keys (``NET-002``) and option values;
+3. graph rules here: names and references (``NET-003``, ``NET-004``, ``NET-006``),
+   operator arity (``NET-011``);
+4. shapes, dtypes, parameters and losses, found by building the network's frame IR
+   (`lower.py`; ``NET-005``, ``NET-007``, ``NET-009``, ``NET-010``), so the dialect's
+   own shape rules are the only ones.
+
+Rules:
+
+* ``NET-000`` structure: wrong type, missing member, unknown key, value out of range.
+* ``NET-001`` unknown operator type.           * ``NET-002`` unknown option key.
+* ``NET-003`` a tensor that no input or earlier operator produces.
+* ``NET-004`` a duplicate name: input, operator, network output, or a tensor produced
+  twice (other than in place).
+* ``NET-005`` shapes or option values that do not fit the inputs (the deduced shapes
+  are in the message).
+* ``NET-006`` a cycle: a tensor consumed before the operator producing it runs.
+* ``NET-007`` a loss output that is not a scalar (one element).
+* ``NET-009`` a shared parameter used with different shapes or trainability.
+* ``NET-010`` a tensor of the wrong dtype (labels are int, everything else float).
+* ``NET-011`` the wrong number of inputs for the operator type.
+
+In-place operators (an output named like one of the operator's inputs) are renamed to
+SSA values: the k-th redefinition of tensor ``x`` is the value ``x@k``; a later
+reference to ``x`` means the latest definition.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from frame_mlir.frontend.errors import Diagnostic, SpecError, make_pointer
+from frame_mlir.frontend.network.options import OPERATORS, with_defaults
+from frame_mlir.frontend.network.schema import network_schema
+from frame_mlir.frontend.spec_v0 import brief_value, decode_document, json_type, read_document
+
+__all__ = ["InputSpec", "NetworkSpec", "OperatorSpec", "OutputSpec", "is_network_document",
+           "load_network", "network_from_doc"]
+
+#: dtype names of the format -> what the frame IR stores.
+DTYPES = ("float", "int")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """A network input: a tensor the caller feeds."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str  # "float" or "int"
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """A declared network output; a loss when `loss_weight` is not None."""
+
+    name: str  # the user's tensor name
+    value: str  # the SSA value it denotes (its latest definition)
+    loss_weight: float | None
+
+
+@dataclass(frozen=True)
+class OperatorSpec:
+    """One operator, its options completed with defaults and its tensors as SSA values."""
+
+    index: int
+    name: str
+    type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    frozen: bool
+    options: Mapping[str, Any]
+    params: tuple[str | None, ...]  # explicit parameter names (None: the default name)
+
+    @property
+    def pointer(self) -> str:
+        return f"/operators/{self.index}"
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    """A validated network document (graph rules checked; shapes are checked when the
+    IR is built)."""
+
+    name: str  # the file stem, or "network"
+    inputs: tuple[InputSpec, ...]
+    outputs: tuple[OutputSpec, ...]
+    operators: tuple[OperatorSpec, ...]
+    source: str = "<dict>"
+    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def losses(self) -> list[OutputSpec]:
+        return [o for o in self.outputs if o.loss_weight is not None]
+
+
+def is_network_document(doc: object) -> bool:
+    """Whether a parsed JSON document is a network (top-level `operators`) rather than a
+    v0 model spec (`schema_version`); the tools pick the frontend by this."""
+    return isinstance(doc, dict) and "operators" in doc and "schema_version" not in doc
+
+
+# --------------------------------------------------------------------------- schema layer
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Draft202012Validator:
+    schema = network_schema()
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def _suggest(word: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _schema_diagnostics(error: ValidationError, doc: Any) -> list[Diagnostic]:
+    parts = tuple(error.absolute_path)
+    pointer = make_pointer(parts)
+    kind, vv, inst = str(error.validator), error.validator_value, error.instance
+    if kind in ("allOf", "if", "then"):  # the per-type option checks: report their causes
+        return [d for sub in error.context or () for d in _schema_diagnostics(sub, doc)]
+    if kind == "required":
+        return [Diagnostic("NET-000", make_pointer((*parts, m)), f"member '{m}'", "missing",
+                           f"missing required member '{m}' in {pointer or 'the document'}")
+                for m in vv if isinstance(inst, dict) and m not in inst]
+    if kind == "additionalProperties":
+        known = list(error.schema.get("properties", {}))
+        in_options = len(parts) == 3 and parts[0] == "operators" and parts[2] == "options"
+        out = []
+        for key in inst if isinstance(inst, dict) else ():
+            if key in known:
+                continue
+            if in_options:
+                op_type = doc["operators"][parts[1]].get("type")
+                listed = ", ".join(known) if known else "none"
+                out.append(Diagnostic(
+                    "NET-002", make_pointer((*parts, key)), f"an option of {op_type}",
+                    f"'{key}'", f"unknown option '{key}' for {op_type}"
+                    f"{_suggest(key, known)} (its options: {listed})"))
+            else:
+                out.append(Diagnostic(
+                    "NET-000", make_pointer((*parts, key)), "one of " + ", ".join(known),
+                    f"unknown key '{key}'", f"unknown key '{key}'{_suggest(key, known)} "
+                    f"(known keys here: {', '.join(known)})"))
+        return out
+    if kind == "enum" and len(parts) == 3 and parts[0] == "operators" and parts[2] == "type":
+        return [Diagnostic("NET-001", pointer, "a known operator type", brief_value(inst),
+                           f"unknown operator type {brief_value(inst)}"
+                           f"{_suggest(str(inst), list(OPERATORS))} (known: "
+                           f"{', '.join(OPERATORS)})")]
+    found = brief_value(inst)
+    if kind == "type":
+        expected = vv if isinstance(vv, str) else " or ".join(vv)
+        found = f"{json_type(inst)} {found}"
+    elif kind == "enum":
+        expected = "one of " + ", ".join(json.dumps(v) for v in vv)
+    elif kind == "anyOf":
+        expected = "an integer or a list of two integers" if "options" in parts else \
+            "a tensor name or an object {\"name\", \"loss_weight\"}"
+    elif kind == "minimum":
+        expected = f">= {vv}"
+    elif kind in ("minItems", "maxItems"):
+        expected = f"{'at least' if kind == 'minItems' else 'at most'} {vv} items"
+        found = f"{len(inst)} items"
+    elif kind == "minLength":
+        expected = "a non-empty string"
+    else:
+        expected = error.message
+    return [Diagnostic("NET-000", pointer, expected, found)]
+
+
+# --------------------------------------------------------------------------- graph layer
+
+
+def _graph(doc: dict[str, Any], name: str, source: str
+           ) -> tuple[NetworkSpec | None, list[Diagnostic]]:
+    diags: list[Diagnostic] = []
+    inputs: list[InputSpec] = []
+    # tensor name -> (SSA value, producer: -1 for an input, else the operator index)
+    latest: dict[str, tuple[str, int]] = {}
+    versions: dict[str, int] = {}
+    for i, d in enumerate(doc["inputs"]):
+        n = d.get("name", "data")
+        if n in latest:
+            diags.append(Diagnostic("NET-004", f"/inputs/{i}/name", "a unique input name",
+                                    f"'{n}'", f"duplicate input name '{n}'"))
+            continue
+        latest[n] = (n, -1)
+        versions[n] = 0
+        inputs.append(InputSpec(n, tuple(d["shape"]), d.get("dtype", "float")))
+
+    producers: dict[str, int] = {}  # every tensor name an operator outputs -> first op
+    for i, op in enumerate(doc["operators"]):
+        for out in op["outputs"]:
+            producers.setdefault(out, i)
+
+    ops: list[OperatorSpec] = []
+    op_names: dict[str, int] = {}
+    for i, op in enumerate(doc["operators"]):
+        ptr = f"/operators/{i}"
+        if op["name"] in op_names:
+            diags.append(Diagnostic(
+                "NET-004", f"{ptr}/name", "a unique operator name", f"'{op['name']}'",
+                f"duplicate operator name '{op['name']}' (also operator "
+                f"#{op_names[op['name']]})"))
+        op_names.setdefault(op["name"], i)
+        t = OPERATORS[op["type"]]
+        n_in = len(op["inputs"])
+        if (t.inputs is None and n_in < 1) or (t.inputs is not None and n_in != t.inputs):
+            want = "at least 1" if t.inputs is None else str(t.inputs)
+            diags.append(Diagnostic("NET-011", f"{ptr}/inputs", f"{want} input(s)",
+                                    str(n_in), f"{op['type']} takes {want} input "
+                                    f"tensor(s), found {n_in}"))
+        ins: list[str] = []
+        ok = True
+        for k, tname in enumerate(op["inputs"]):
+            if tname in latest:
+                ins.append(latest[tname][0])
+                continue
+            ok = False
+            later = producers.get(tname)
+            if later is not None and later >= i:
+                diags.append(Diagnostic(
+                    "NET-006", f"{ptr}/inputs/{k}", "a tensor produced before this operator",
+                    f"'{tname}'", f"tensor '{tname}' is produced by operator "
+                    f"'{doc['operators'][later]['name']}' (#{later}), which does not run "
+                    "before this one: operators run in order, and the graph must be acyclic "
+                    "except for in-place self-edges"))
+            else:
+                known = list(latest)
+                diags.append(Diagnostic(
+                    "NET-003", f"{ptr}/inputs/{k}", "a network input or an earlier "
+                    "operator's output", f"'{tname}'", f"unknown tensor '{tname}'"
+                    f"{_suggest(tname, known)}: no input or earlier operator produces it"))
+        outs: list[str] = []
+        for k, tname in enumerate(op["outputs"]):
+            if tname in latest and tname not in op["inputs"]:
+                prev = latest[tname][1]
+                by = "a network input" if prev < 0 else \
+                    f"operator '{doc['operators'][prev]['name']}' (#{prev})"
+                diags.append(Diagnostic(
+                    "NET-004", f"{ptr}/outputs/{k}", "a new tensor name, or one of the "
+                    "operator's inputs (in place)", f"'{tname}'",
+                    f"tensor '{tname}' is already produced by {by}; only an in-place "
+                    "operator (output named like one of its inputs) may reuse a name"))
+                ok = False
+                continue
+            v = versions.get(tname, -1) + 1
+            versions[tname] = v
+            value = tname if v == 0 else f"{tname}@{v}"
+            latest[tname] = (value, i)
+            outs.append(value)
+        if not ok:
+            continue
+        params = tuple(None if p in ("", "auto") else p for p in op.get("params", ()))
+        ops.append(OperatorSpec(i, op["name"], op["type"], tuple(ins), tuple(outs),
+                                bool(op.get("frozen", False)),
+                                with_defaults(op["type"], op.get("options", {})), params))
+
+    outputs: list[OutputSpec] = []
+    seen: set[str] = set()
+    for i, o in enumerate(doc["outputs"]):
+        tname = o if isinstance(o, str) else o["name"]
+        weight = o.get("loss_weight") if isinstance(o, dict) else None
+        if weight is None and tname.startswith("loss"):
+            weight = 1.0
+        if tname in seen:
+            diags.append(Diagnostic("NET-004", f"/outputs/{i}", "a unique output",
+                                    f"'{tname}'", f"output '{tname}' is listed twice"))
+            continue
+        seen.add(tname)
+        if tname not in latest:
+            diags.append(Diagnostic("NET-003", f"/outputs/{i}", "a tensor of the network",
+                                    f"'{tname}'", f"unknown tensor '{tname}'"
+                                    f"{_suggest(tname, list(latest))}: no input or "
+                                    "operator produces it"))
+            continue
+        outputs.append(OutputSpec(tname, latest[tname][0],
+                                  None if weight is None else float(weight)))
+    if diags:
+        return None, diags
+    return NetworkSpec(name, tuple(inputs), tuple(outputs), tuple(ops), source, doc), []
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def network_from_doc(doc: object, source: str = "<dict>", name: str = "network",
+                     check_shapes: bool = True) -> NetworkSpec:
+    """Validate a parsed network document and return its NetworkSpec.
+
+    With `check_shapes` (the default) the frame IR is built once, so shape, dtype,
+    parameter and loss errors are reported here too.
+
+    Raises:
+        SpecError: with every diagnostic found.
+    """
+    if not isinstance(doc, dict):
+        raise SpecError([Diagnostic("NET-000", "", "a JSON object",
+                                    f"{json_type(doc)} {brief_value(doc)}",
+                                    f"a network must be a JSON object, found "
+                                    f"{json_type(doc)}")], source)
+    diags = [d for e in sorted(_validator().iter_errors(doc), key=lambda e: list(
+        map(str, e.absolute_path))) for d in _schema_diagnostics(e, doc)]
+    if diags:
+        raise SpecError(_unique(diags), source)
+    spec, diags = _graph(doc, name, source)
+    if diags:
+        raise SpecError(diags, source)
+    assert spec is not None
+    if check_shapes:
+        from frame_mlir.frontend.network.lower import check_network
+
+        check_network(spec)
+    return spec
+
+
+def _unique(diags: list[Diagnostic]) -> list[Diagnostic]:
+    seen: set[Diagnostic] = set()
+    return [d for d in diags if not (d in seen or seen.add(d))]  # type: ignore[func-returns-value]
+
+
+def _stem(path: str | Path) -> str:
+    return "network" if str(path) == "-" else Path(path).stem
+
+
+def load_network(path: str | Path) -> NetworkSpec:
+    """Read, parse and validate the network file at `path` (`-`: standard input).
+
+    Raises:
+        SpecError: with every diagnostic found.
+    """
+    text, source = read_document(path)
+    return load_network_doc(decode_document(text, source, values=False), source, path)
+
+
+def load_network_doc(doc: object, source: str, path: str | Path) -> NetworkSpec:
+    """Validate a document parsed from the file at `path` (duplicate keys and
+    non-finite numbers are checked here)."""
+    from frame_mlir.frontend.spec_v0 import json_value_errors
+
+    diags = json_value_errors(doc)
+    if diags:
+        raise SpecError(diags, source)
+    return network_from_doc(doc, source, _stem(path))

@@ -1,0 +1,92 @@
+"""The JSON Schema (draft 2020-12) of the network format, built from the operator table
+(`options.OPERATORS`), so the schema, the loader and the docs cannot disagree.
+
+`python -m frame_mlir.frontend.network.schema` prints it; the copy shipped as
+`network_schema.json` is checked against this function by the tests.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from frame_mlir.frontend.network.options import OPERATORS, REQUIRED, Option
+
+_NAME = {"type": "string", "minLength": 1}
+_POS_INT = {"type": "integer", "minimum": 1}
+
+
+def _option_schema(o: Option) -> dict[str, Any]:
+    if o.kind == "int":
+        return {"type": "integer"}
+    if o.kind == "pos_int":
+        return dict(_POS_INT)
+    if o.kind == "number":
+        return {"type": "number"}
+    if o.kind == "bool":
+        return {"type": "boolean"}
+    if o.kind == "enum":
+        return {"enum": list(o.choices)}
+    if o.kind == "pair":
+        return {"anyOf": [{"type": "integer"},
+                          {"type": "array", "items": {"type": "integer"}, "minItems": 2,
+                           "maxItems": 2}]}
+    if o.kind == "int_list":
+        return {"type": "array", "items": {"type": "integer"}}
+    if o.kind == "shape":
+        return {"type": "array", "items": dict(_POS_INT), "minItems": 1}
+    raise AssertionError(o.kind)
+
+
+def network_schema() -> dict[str, Any]:
+    """The schema of a network document."""
+    per_type = []
+    for t in OPERATORS.values():
+        props = {k: _option_schema(o) for k, o in t.options.items()}
+        required = [k for k, o in t.options.items() if o.default is REQUIRED]
+        opts: dict[str, Any] = {"type": "object", "properties": props,
+                                "additionalProperties": False}
+        if required:
+            opts["required"] = required
+        per_type.append({"if": {"properties": {"type": {"const": t.name}}},
+                         "then": {"properties": {"options": opts},
+                                  **({"required": ["options"]} if required else {})}})
+    operator = {
+        "type": "object",
+        "required": ["name", "type", "inputs", "outputs"],
+        "additionalProperties": False,
+        "properties": {
+            "name": _NAME,
+            "type": {"enum": list(OPERATORS)},
+            "inputs": {"type": "array", "items": _NAME},
+            "outputs": {"type": "array", "items": _NAME, "minItems": 1, "maxItems": 1},
+            "frozen": {"type": "boolean"},
+            "options": {"type": "object"},
+            "params": {"type": "array", "items": {"type": "string"}},
+        },
+        "allOf": per_type,
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "frame-mlir JSON network (dlprimitives format)",
+        "type": "object",
+        "required": ["inputs", "outputs", "operators"],
+        "additionalProperties": False,
+        "properties": {
+            "inputs": {"type": "array", "minItems": 1, "items": {
+                "type": "object", "required": ["shape"], "additionalProperties": False,
+                "properties": {"name": _NAME,
+                               "shape": {"type": "array", "items": dict(_POS_INT),
+                                         "minItems": 1},
+                               "dtype": {"enum": ["float", "int"]}}}},
+            "outputs": {"type": "array", "minItems": 1, "items": {"anyOf": [
+                _NAME,
+                {"type": "object", "required": ["name"], "additionalProperties": False,
+                 "properties": {"name": _NAME, "loss_weight": {"type": "number"}}}]}},
+            "operators": {"type": "array", "items": operator},
+        },
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(network_schema(), indent=2))

@@ -1,0 +1,95 @@
+"""The solvers' update steps as frame IR: one function per solver that updates every
+trainable parameter and its state in place, with the hyperparameters as run-time
+inputs (changing the learning rate between steps does not recompile).
+
+    @<net>_sgd(p..., g..., v..., lr, momentum, decay_grad, keep) -> (p'..., v'...)
+        g' = g + decay_grad * p;  v' = g' + momentum * v;  p' = keep * p - lr * v'
+    @<net>_adam(p..., g..., m..., v..., decay, b1, 1-b1, b2, 1-b2, step, sqrt_bc2, eps)
+        g' = g + decay * p;  m' = b1 m + (1-b1) g';  v' = b2 v + (1-b2) g'^2
+        p' = p - step * m' / (sqrt(v') / sqrt_bc2 + eps)
+
+One SGD function serves both weight-decay conventions: dlprimitives' (decay_grad 0,
+keep 1 - weight_decay: the decay is not scaled by lr) and PyTorch's (decay_grad
+weight_decay, keep 1). Adam is torch.optim.Adam with L2 weight decay, which is also
+dlprimitives' Adam; `step` = lr / (1 - b1^t) and `sqrt_bc2` = sqrt(1 - b2^t) come from
+the host's step count t. Each new value is `frame.update %old, <expression>`, and the
+old value's argument is donated (`frame.aliasing_output`), so frame-fuse-elementwise
+makes each update one loop writing into the parameter's (or state's) own buffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import builtin, func
+from xdsl.ir import SSAValue
+
+from frame_mlir.dialects import frame
+from frame_mlir.nn.graph import Graph
+from frame_mlir.passes.common import set_arg_attr
+
+SGD_HYPER = ("lr", "momentum", "decay_grad", "keep")
+ADAM_HYPER = ("decay", "beta1", "one_minus_beta1", "beta2", "one_minus_beta2", "step",
+              "sqrt_bc2", "eps")
+#: Per-parameter state tensors of each solver, in argument order.
+STATES = {"sgd": ("velocity",), "adam": ("exp_avg", "exp_avg_sq")}
+
+
+def build_update_function(name: str, solver: str,
+                          shapes: Sequence[tuple[str, tuple[int, ...]]]) -> func.FuncOp:
+    """The update function of `solver` ("sgd" or "adam") for the trainable parameters
+    `shapes` (name, shape), marked `frame.inference` (it is not differentiated).
+
+    Arguments: the parameters, their gradients, each state kind for every parameter,
+    then the rank-0 hyperparameters; results: the new parameters then the new states,
+    each computed in its argument's buffer."""
+    g = Graph(name)
+    params = [g.add_input(s, n) for n, s in shapes]
+    grads = [g.add_input(s, f"{n}.grad") for n, s in shapes]
+    states = {k: [g.add_input(s, f"{n}.{k}") for n, s in shapes] for k in STATES[solver]}
+    hyper_names = SGD_HYPER if solver == "sgd" else ADAM_HYPER
+    hyper = {h: g.add_input((), h) for h in hyper_names}
+
+    def mul(a: SSAValue, b: SSAValue) -> SSAValue:
+        return g.emit(frame.MulOp(a, b))
+
+    def add(a: SSAValue, b: SSAValue) -> SSAValue:
+        return g.emit(frame.AddOp(a, b))
+
+    new_params: list[SSAValue] = []
+    new_states: dict[str, list[SSAValue]] = {k: [] for k in STATES[solver]}
+    for i, (p, gr) in enumerate(zip(params, grads, strict=True)):
+        with g.scope(shapes[i][0]):
+            if solver == "sgd":
+                gd = add(gr, mul(hyper["decay_grad"], p))
+                v = states["velocity"][i]
+                v_new = g.emit(frame.UpdateOp(v, add(gd, mul(hyper["momentum"], v))))
+                p_new = g.emit(frame.UpdateOp(p, g.emit(frame.SubOp(
+                    mul(hyper["keep"], p), mul(hyper["lr"], v_new)))))
+                new_states["velocity"].append(v_new)
+            else:
+                gd = add(gr, mul(hyper["decay"], p))
+                m, v = states["exp_avg"][i], states["exp_avg_sq"][i]
+                m_new = g.emit(frame.UpdateOp(m, add(mul(hyper["beta1"], m),
+                                                     mul(hyper["one_minus_beta1"], gd))))
+                v_new = g.emit(frame.UpdateOp(v, add(mul(hyper["beta2"], v), mul(
+                    hyper["one_minus_beta2"], mul(gd, gd)))))
+                denom = add(g.emit(frame.DivOp(g.emit(frame.SqrtOp(v_new)),
+                                               hyper["sqrt_bc2"])), hyper["eps"])
+                step = g.emit(frame.DivOp(mul(hyper["step"], m_new), denom))
+                p_new = g.emit(frame.UpdateOp(p, g.emit(frame.SubOp(p, step))))
+                new_states["exp_avg"].append(m_new)
+                new_states["exp_avg_sq"].append(v_new)
+            new_params.append(p_new)
+    results = [*new_params, *(v for k in STATES[solver] for v in new_states[k])]
+    fn = g.finish(results)
+    fn.attributes["frame.inference"] = builtin.UnitAttr()
+    n = len(shapes)
+    for i in range(n):
+        set_arg_attr(fn, i, "frame.aliasing_output", builtin.IntegerAttr(i, 64))
+    for k_idx, _ in enumerate(STATES[solver]):
+        for i in range(n):
+            arg = 2 * n + k_idx * n + i
+            set_arg_attr(fn, arg, "frame.aliasing_output",
+                         builtin.IntegerAttr(n + k_idx * n + i, 64))
+    return fn
