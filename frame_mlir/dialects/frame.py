@@ -25,9 +25,10 @@ re-exports the classes (`frame.AddOp`, ...). `frame_mlir.passes.vjp_rules` and
 
 This module keeps the base classes (`FrameOp`, `UnaryOp`, `BinaryOp`,
 `ElementwiseBinaryOp`, `BroadcastingBinaryOp`), `ShapeError`, the shape helpers, and the
-two core ops the pipeline itself creates rather than a frontend: `frame.constant`
-(autodiff's seeds and every VJP's constants) and `frame.sgd_update` (frame-sgd-fuse),
-with their lowerings (`LOWERINGS` below).
+core ops: `frame.constant` (autodiff's seeds and every VJP's constants),
+`frame.sgd_update` (frame-sgd-fuse) and `frame.update` (an optimizer's in-place write of
+a new value into a parameter's buffer), with their lowerings (`LOWERINGS` below) and
+update's VJP rule (`VJP_RULES`).
 """
 
 from __future__ import annotations
@@ -316,7 +317,8 @@ def reduced_shape(shape: Shape, axes: Sequence[int] | None, keepdims: bool,
 
 
 # --- the core ops: the ones the pipeline itself creates (frame-autodiff's seeds and the
-# VJP rules' constants; frame-sgd-fuse's updates); every other op is in a family file.
+# VJP rules' constants; frame-sgd-fuse's updates) and `update`, an optimizer's write into
+# a parameter's own buffer; every other op is in a family file.
 
 
 @irdl_op_definition
@@ -408,9 +410,58 @@ class SgdUpdateOp(BinaryOp):
         return p
 
 
+@irdl_op_definition
+class UpdateOp(FrameOp):
+    """The new value of a destination: the result IS `value` (value semantics), but it
+    is computed in the buffer of `dest` (its lowering's destination, as sgd_update's is
+    the parameter). An optimizer function marks a parameter argument
+    ``frame.aliasing_output = r`` and returns ``frame.update %p, <new value>`` as result
+    r: bufferization then writes the new value into the parameter's own buffer, and
+    frame-fuse-elementwise merges an elementwise chain computing it into that one write.
+    ``%p1 = frame.update %p, %v : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>``
+    """
+
+    name = "frame.update"
+    dest = operand_def(AnyF32Tensor)
+    value = operand_def(AnyF32Tensor)
+    result = result_def(AnyF32Tensor)
+
+    assembly_format = "$dest `,` $value attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, dest: SSAValue | Operation, value: SSAValue | Operation,
+                 result_type: Attribute | None = None):
+        ops = [SSAValue.get(dest), SSAValue.get(value)]
+        super().__init__(operands=ops, result_types=[result_type or self.result_type_for(ops)])
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        d, v = shapes
+        if d != v:
+            raise ShapeError(
+                f"frame.update: value shape expected {_fmt(d)} (the destination's), "
+                f"found {_fmt(v)}"
+            )
+        return d
+
+
+# --- VJP rules of the core ops: a constant has no operands and sgd_update is inserted
+# after autodiff; update's result is its value, whatever the destination held.
+# (`vjp_rules.VJP_RULES` starts from this table)
+
+
+def _vjp_update(emit: Callable[[Operation], SSAValue], op: Any, dy: SSAValue,
+                need: Sequence[bool]) -> list[SSAValue | None]:
+    # d value = dy; the destination's old contents do not reach the result: no adjoint
+    # (a zero, as torch's copy_ gives its destination).
+    return [None, dy if need[1] else None]
+
+
+VJP_RULES: dict[type[Operation], Callable[..., list[SSAValue | None]]] = {
+    UpdateOp: _vjp_update}
+
+
 # --- lowerings of the core ops ----------------------------------------------------------
-# (their VJPs: none -- a constant has no operands, and sgd_update is inserted after
-# autodiff; `convert_frame_to_linalg.LOWERINGS` starts from this table)
+# (`convert_frame_to_linalg.LOWERINGS` starts from this table)
 
 
 def _lower_constant(lw: Any, op: Any) -> SSAValue:
@@ -428,8 +479,14 @@ def _lower_sgd_update(lw: Any, op: Any) -> SSAValue:
     return lw.elementwise([op.rhs], op.results[0].type, body, init=op.lhs)
 
 
+def _lower_update(lw: Any, op: Any) -> SSAValue:
+    # Destination = `dest`: a copy of `value` into its buffer (the body never reads the
+    # destination, so frame-fuse-elementwise merges value's elementwise producers in).
+    return lw.elementwise([op.value], op.results[0].type, lambda b, a: a[0], init=op.dest)
+
+
 LOWERINGS: dict[type[Operation], Callable[[Any, Operation], SSAValue]] = {
-    ConstantOp: _lower_constant, SgdUpdateOp: _lower_sgd_update}
+    ConstantOp: _lower_constant, SgdUpdateOp: _lower_sgd_update, UpdateOp: _lower_update}
 
 
 # The op families live in their own files, each with its VJP rules and lowerings
@@ -497,6 +554,8 @@ from frame_mlir.dialects.frame_math import (  # noqa: E402, F401
     HardtanhOp,
     LogOp,
     ShiftOp,
+    SqrtOp,
+    StepOp,
     TanhOp,
     ThresholdGradOp,
     ThresholdOp,
@@ -563,6 +622,6 @@ FAMILIES = (frame_contraction, frame_conv, frame_elementwise, frame_index,
 
 Frame = Dialect(
     "frame",
-    [*(op for family in FAMILIES for op in family.OPS), ConstantOp, SgdUpdateOp],
+    [*(op for family in FAMILIES for op in family.OPS), ConstantOp, SgdUpdateOp, UpdateOp],
     [],
 )

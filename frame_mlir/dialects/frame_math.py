@@ -1,6 +1,6 @@
-"""The frame dialect's elementwise math family: exp, log, tanh, abs, gelu, hardtanh,
-threshold, shift and div -- each op with its shape rule and verifier (the base
-classes'), its VJP rule and its lowering, in this one file.
+"""The frame dialect's elementwise math family: exp, log, sqrt, tanh, abs, gelu,
+hardtanh, threshold, step, shift and div -- each op with its shape rule and verifier
+(the base classes'), its VJP rule and its lowering, in this one file.
 
 `frame.py` adds these ops to the `frame` dialect and re-exports them
 (`frame.ExpOp`, ...); `vjp_rules.VJP_RULES` and `convert_frame_to_linalg.LOWERINGS` take
@@ -53,6 +53,14 @@ class LogOp(UnaryOp):
     ``%y = frame.log %x : (tensor<4xf32>) -> tensor<4xf32>``"""
 
     name = "frame.log"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    """Square root elementwise (sqrt of a negative = NaN, sqrt(-0) = -0, as torch);
+    its gradient is dy / (2 y). ``%y = frame.sqrt %x : (tensor<4xf32>) -> tensor<4xf32>``"""
+
+    name = "frame.sqrt"
 
 
 @irdl_op_definition
@@ -206,6 +214,22 @@ class ThresholdGradOp(_Threshold, ElementwiseBinaryOp):
 
 
 @irdl_op_definition
+class StepOp(_Threshold, UnaryOp):
+    """1 where x > threshold, else 0 (a NaN gives 0: the compare is ordered); no
+    gradient flows through it (its VJP is 0). The network format's `Threshold`.
+    ``%y = frame.step %x {threshold = 0.5 : f32} : (tensor<4xf32>) -> tensor<4xf32>``"""
+
+    name = "frame.step"
+
+    def __init__(self, input: SSAValue | Operation, threshold: float = 0.0):
+        super().__init__(input, None, {"threshold": FloatAttr(threshold, f32)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        _finite(self.name, "threshold", self.limit())
+
+
+@irdl_op_definition
 class AbsGradOp(ElementwiseBinaryOp):
     """dy * sign(x), with torch's sign: 1 for x > 0, -1 for x < 0, 0 at +-0 and NaN.
     ``%g = frame.abs_grad %x, %dy : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>``"""
@@ -238,8 +262,8 @@ class DivOp(BroadcastingBinaryOp):
     name = "frame.div"
 
 
-OPS = [ExpOp, LogOp, TanhOp, AbsOp, AbsGradOp, GeluOp, GeluGradOp, HardtanhOp,
-       HardtanhGradOp, ThresholdOp, ThresholdGradOp, ShiftOp, DivOp]
+OPS = [ExpOp, LogOp, SqrtOp, TanhOp, AbsOp, AbsGradOp, GeluOp, GeluGradOp, HardtanhOp,
+       HardtanhGradOp, ThresholdOp, ThresholdGradOp, StepOp, ShiftOp, DivOp]
 
 
 # --- VJP rules: (emit, op, dy, need) -> adjoint per operand ------------------------------
@@ -254,6 +278,11 @@ def _vjp_exp(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoint
 
 def _vjp_log(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
     return [emit(DivOp(dy, op.input))]  # d log x = 1 / x
+
+
+def _vjp_sqrt(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
+    # d sqrt x = 1 / (2 y) (torch's sqrt_backward: grad / (2 * result)).
+    return [emit(DivOp(dy, emit(_frame.ScaleOp(op.result, 2.0))))]
 
 
 def _vjp_tanh(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
@@ -278,6 +307,12 @@ def _vjp_threshold(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> A
     return [emit(ThresholdGradOp(op.input, dy, op.limit()))]
 
 
+def _vjp_step(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
+    # Piecewise constant: no gradient flows back (dlprimitives' Threshold: "gradient 0").
+    # An explicit zero, so that x stays differentiable when it is active.
+    return [emit(_frame.ConstantOp(0.0, result_type=op.input.type))]
+
+
 def _vjp_shift(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
     return [dy]
 
@@ -295,9 +330,9 @@ def _vjp_div(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoint
 
 
 VJP_RULES: dict[type[Operation], Callable[..., Adjoints]] = {
-    ExpOp: _vjp_exp, LogOp: _vjp_log, TanhOp: _vjp_tanh, AbsOp: _vjp_abs,
+    ExpOp: _vjp_exp, LogOp: _vjp_log, SqrtOp: _vjp_sqrt, TanhOp: _vjp_tanh, AbsOp: _vjp_abs,
     GeluOp: _vjp_gelu, HardtanhOp: _vjp_hardtanh, ThresholdOp: _vjp_threshold,
-    ShiftOp: _vjp_shift, DivOp: _vjp_div,
+    StepOp: _vjp_step, ShiftOp: _vjp_shift, DivOp: _vjp_div,
 }
 
 
@@ -421,12 +456,19 @@ def _threshold_grad(limit: float) -> Callable[[Builder, Sequence[SSAValue]], SSA
     return lambda b, a: _sel(b, _cmp(b, "ole", a[0], _c(b, limit)), _c(b, 0.0), a[1])
 
 
+def _step(limit: float) -> Callable[[Builder, Sequence[SSAValue]], SSAValue]:
+    # Ordered compare: NaN > t is false, so a NaN gives 0 (torch's (x > t).float()).
+    return lambda b, a: _sel(b, _cmp(b, "ogt", a[0], _c(b, limit)), _c(b, 1.0), _c(b, 0.0))
+
+
 def _body(op: Any) -> Callable[[Builder, Sequence[SSAValue]], SSAValue]:
     """The scalar body computing `op` from its operands' elements."""
     if isinstance(op, ExpOp):
         return _unary_math(math.ExpOp)
     if isinstance(op, LogOp):
         return _unary_math(math.LogOp)
+    if isinstance(op, SqrtOp):
+        return _unary_math(math.SqrtOp)
     if isinstance(op, TanhOp):
         return _unary_math(math.TanhOp)
     if isinstance(op, AbsOp):
@@ -445,6 +487,8 @@ def _body(op: Any) -> Callable[[Builder, Sequence[SSAValue]], SSAValue]:
         return _threshold(op.limit(), op.value.value.data)
     if isinstance(op, ThresholdGradOp):
         return _threshold_grad(op.limit())
+    if isinstance(op, StepOp):
+        return _step(op.limit())
     if isinstance(op, ShiftOp):
         offset = op.offset.value.data
         return lambda b, a: _add(b, a[0], _c(b, offset))

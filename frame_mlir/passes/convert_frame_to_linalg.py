@@ -12,8 +12,8 @@ convert-linalg-to-loops keeps the dimension order and LLVM does not interchange
 loops: matmuls iterate (i, k, j) -- also when the lhs is transposed -- so the
 innermost loop walks rows of B and C contiguously and vectorizes, and a row of C
 can stay in registers across the whole k loop (`frame_contraction.py`).
-`frame.sgd_update` takes the parameter itself as its destination, so after
-bufferization the update is written in place.
+`frame.sgd_update` takes the parameter itself as its destination (`frame.update` its
+`dest` operand), so after bufferization the update is written in place.
 `frame.scan` is left as it is (its step is a function, lowered like any other):
 frame-bufferize and frame-lower-scan lower it.
 Guarantees: no frame ops remain but `frame.scan`; values are tensors.
@@ -132,7 +132,7 @@ def broadcast_map(operand: Sequence[int], result: Sequence[int]) -> AffineMapAtt
     return AffineMapAttr(AffineMap(rank, 0, tuple(exprs)))
 
 
-#: Every family's lowerings, after `frame.py`'s own (constant and sgd_update).
+#: Every family's lowerings, after `frame.py`'s own (constant, sgd_update, update).
 LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
     **frame.LOWERINGS,
     **{op: lower for family in frame.FAMILIES for op, lower in family.LOWERINGS.items()}}

@@ -14,7 +14,11 @@ result when
   - P's body does not read its destination (its init value is not carried over;
     the dead widening of an f16 destination that every lowered body has is dropped);
   - every loop stays a bare dim of some map of the merged op (linalg reads the loop
-    bounds off those; a slice feeding a reshape would lose one).
+    bounds off those; a slice feeding a reshape would lose one);
+  - P reads C's destination, if at all, through C's output map: C may write in place
+    (`sgd_update`, `update`: the destination is a donated parameter), and iteration x
+    of the merged op must not read an element another iteration has already
+    overwritten (`update %p, add(transpose(%p), %p)` keeps the transpose apart).
 The merged generic takes C's inputs with P's result replaced, in place, by P's
 inputs (an input that both read through the same map is passed once), keeps C's
 destination (`outs`), iterators, location and discardable attributes, and its body
@@ -119,6 +123,8 @@ def _fusable_producer(consumer: linalg.GenericOp) -> linalg.GenericOp | None:
             continue
         if not _loops_bounded(consumer, value, producer):
             continue
+        if not _reads_destination_in_step(consumer, producer):
+            continue
         return producer
     return None
 
@@ -134,6 +140,17 @@ def _loops_bounded(consumer: linalg.GenericOp, value: SSAValue,
     maps += list(producer.indexing_maps.data[:len(producer.inputs)])
     bare = {e.position for m in maps for e in m.data.results if isinstance(e, AffineDimExpr)}
     return bare >= set(range(len(consumer.iterator_types.data)))
+
+
+def _reads_destination_in_step(consumer: linalg.GenericOp,
+                               producer: linalg.GenericOp) -> bool:
+    """Whether every read of the consumer's destination by the producer goes through
+    the consumer's output map: once bufferized in place (the destination a donated
+    argument), the merged op then reads each element in the iteration that writes
+    it, never after; a transposed or shifted read would see overwritten elements."""
+    dest, out_map = consumer.outputs[0], consumer.indexing_maps.data[-1]
+    return all(m == out_map for v, m in zip(producer.inputs, producer.indexing_maps.data,
+                                            strict=False) if v is dest)
 
 
 def _doc(op: linalg.GenericOp) -> str:

@@ -20,12 +20,15 @@ from collections.abc import Callable, Sequence
 from xdsl.ir import Operation, SSAValue
 
 from frame_mlir.dialects.frame import FAMILIES
+from frame_mlir.dialects.frame import VJP_RULES as _CORE_RULES
 
 Emitter = Callable[[Operation], SSAValue]
 Adjoints = list[SSAValue | None]
 VjpRule = Callable[[Emitter, Operation, SSAValue, Sequence[bool]], Adjoints]
 
 
-#: Every family's rules (`frame.py`'s own ops, constant and sgd_update, have none).
+#: Every family's rules, after `frame.py`'s own (update's; constant and sgd_update
+#: have none).
 VJP_RULES: dict[type[Operation], VjpRule] = {
-    op: rule for family in FAMILIES for op, rule in family.VJP_RULES.items()}
+    **_CORE_RULES,
+    **{op: rule for family in FAMILIES for op, rule in family.VJP_RULES.items()}}

@@ -44,7 +44,7 @@ class ArgInfo:
     name: str
     kind: str  # one of ARG_KINDS
     shape: tuple[int, ...]  # -1 for a dynamic dimension (the losses of a train loop)
-    result_index: int | None = None  # for outputs, and for params updated in place
+    result_index: int | None = None  # for outputs, and for arguments updated in place
     dtype: np.dtype = np.dtype(np.float32)  # host storage dtype (uint8 for the arena)
     #: Run-time checks of an integer input: (op, bound, ignore_index), each value must
     #: lie in [0, bound) or equal ignore_index (`frame.index_checks`: the loss labels;
@@ -155,7 +155,9 @@ def signatures(module: ModuleOp) -> dict[str, FunctionSignature]:
                 assert isinstance(p, builtin.StringAttr)
                 args.append(ArgInfo(p.data, "param", shape, alias_idx, dtype))
             else:
-                args.append(ArgInfo(name, "input", shape, dtype=dtype,
+                # A donated input (frame.update's destination, a running statistic)
+                # holds its result after the call, as a donated param does.
+                args.append(ArgInfo(name, "input", shape, alias_idx, dtype=dtype,
                                     checks=_index_checks(entries.get("frame.index_checks"))))
         size = fn.attributes.get("frame.arena_size")
         arena = size.value.data if isinstance(size, builtin.IntegerAttr) else 0
@@ -250,8 +252,9 @@ class Executable:
         """Call `@name` on fresh copies of `inputs` (data inputs and params, in
         argument order) and return its results as new arrays, in result order.
 
-        Parameters updated in place (after SGD fusion) are returned at their
-        result index too, so inputs are never mutated.
+        Arguments updated in place (parameters after SGD fusion, any argument marked
+        `frame.aliasing_output`) are returned at their result index too, so inputs are
+        never mutated.
         """
         sig = self.signatures[name]
         loop_args = sig.of_kind("steps", "losses")

@@ -115,6 +115,24 @@ func.func @sgd_grad(%w: tensor<4x8xf32>, %g: tensor<8x4xf32>) {
 
 // -----
 
+func.func @update_shape(%w: tensor<4x8xf32>, %v: tensor<8x4xf32>) {
+  %0 = frame.update %w, %v : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x8xf32>
+  func.return
+}
+// CHECK:      frame.update: value shape expected [4, 8] (the destination's), found [8, 4]
+// CHECK-NEXT: "builtin.module"
+// CHECK-NEXT: "func.func"() <{sym_name = "update_shape"
+
+// -----
+
+func.func @update_type(%w: tensor<4xf32>, %v: tensor<4xf16>) {
+  %0 = frame.update %w, %v : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  func.return
+}
+// CHECK:      frame.update: operand #1 must be a tensor of f32 (the result's element type), found tensor<4xf16>
+
+// -----
+
 func.func @transpose_rank3(%a: tensor<2x3x4xf32>) {
   %0 = frame.transpose %a {perm = array<i64: 1, 0>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
   func.return

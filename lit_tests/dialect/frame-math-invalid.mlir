@@ -33,6 +33,22 @@ func.func @threshold_nan(%a: tensor<4xf32>) {
 
 // -----
 
+func.func @step_inf(%a: tensor<4xf32>) {
+  %0 = frame.step %a {threshold = 0xFF800000 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
+// CHECK: frame.step: threshold expected a finite number, found -inf
+
+// -----
+
+func.func @sqrt_type(%a: tensor<4xf32>) {
+  %0 = frame.sqrt %a : (tensor<4xf32>) -> tensor<2x2xf32>
+  func.return
+}
+// CHECK: frame.sqrt: result type expected tensor<4xf32>, found tensor<2x2xf32>
+
+// -----
+
 func.func @shift_inf(%a: tensor<4xf32>) {
   %0 = frame.shift %a {offset = 0x7F800000 : f32} : (tensor<4xf32>) -> tensor<4xf32>
   func.return

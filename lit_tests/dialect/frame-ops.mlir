@@ -24,6 +24,7 @@ func.func @ops(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %m: tensor<8x4xf32>, %s
   %half = frame.constant -0.5 : tensor<4x8xf32>
   %three = frame.constant 3 {tag = "int literal"} : tensor<2xf32>
   %sgd = frame.sgd_update %a, %b {lr = 0.05 : f32} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %upd = frame.update %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   func.return %mse : tensor<f32>
 }
 
@@ -49,6 +50,7 @@ func.func @ops(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %m: tensor<8x4xf32>, %s
 // CHECK-NEXT:  %{{.*}} = frame.constant -5.000000e-01 : tensor<4x8xf32>
 // CHECK-NEXT:  %{{.*}} = frame.constant 3.000000e+00 {tag = "int literal"} : tensor<2xf32>
 // CHECK-NEXT:  %{{.*}} = frame.sgd_update %[[A]], %[[B]] {lr = 5.000000e-02 : f32} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  %{{.*}} = frame.update %[[A]], %[[B]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
 // CHECK-NEXT:  func.return %[[MSE]] : tensor<f32>
 
 // GENERIC-LABEL: "func.func"() <{sym_name = "ops"
@@ -63,6 +65,7 @@ func.func @ops(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %m: tensor<8x4xf32>, %s
 // GENERIC-NEXT:  "frame.constant"() <{value = -5.000000e-01 : f32}> : () -> tensor<4x8xf32>
 // GENERIC-NEXT:  "frame.constant"() <{value = 3.000000e+00 : f32}> {tag = "int literal"} : () -> tensor<2xf32>
 // GENERIC-NEXT:  "frame.sgd_update"(%{{.*}}, %{{.*}}) <{lr = 5.000000e-02 : f32}> :
+// GENERIC-NEXT:  "frame.update"(%{{.*}}, %{{.*}}) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
 
 // Unranked results (what a frontend writes before frame-shape-inference) print and parse too.
 func.func @unranked(%a: tensor<4x8xf32>, %u: tensor<*xf32>) -> tensor<*xf32> {

@@ -26,6 +26,18 @@ func.func @log(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
+func.func @sqrt(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = frame.sqrt %a : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @sqrt(
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]
+// CHECK:           math.sqrt %{{.*}} : f32
+// CHECK:           linalg.yield
+
+// -----
+
 func.func @tanh(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = frame.tanh %a : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %0 : tensor<2x3xf32>
@@ -180,6 +192,24 @@ func.func @threshold_grad(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x
 // CHECK:           arith.cmpf ole
 // CHECK:           arith.select
 // CHECK:           linalg.yield
+
+// -----
+
+// step: 1 where x > threshold (an ordered compare: NaN gives 0), else 0.
+func.func @step(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = frame.step %a {threshold = 0.5 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @step(
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[T:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[X]], %[[T]] : f32
+// CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[Y:.*]] = arith.select %[[GT]], %[[ONE]], %[[ZERO]] : f32
+// CHECK-NEXT:      linalg.yield %[[Y]] : f32
 
 // -----
 

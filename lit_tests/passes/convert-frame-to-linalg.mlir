@@ -185,6 +185,26 @@ func.func @sgd(%w: tensor<4x8xf32>, %g: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
+// update is a copy of the value into the destination: the destination is the `outs`
+// operand (as sgd_update's parameter), and the body never reads it.
+func.func @update(%p: tensor<4x8xf32>, %v: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = frame.update %p, %v : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  func.return %0 : tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @update
+// CHECK-SAME:    (%[[P:[a-z0-9_]+]]: tensor<4x8xf32>, %[[V:[a-z0-9_]+]]: tensor<4x8xf32>)
+// CHECK-NOT:     tensor.empty
+// CHECK-NEXT:    %[[NEW:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]
+// CHECK-SAME:      doc = "frame.update"}
+// CHECK-SAME:      ins(%[[V]] : tensor<4x8xf32>) outs(%[[P]] : tensor<4x8xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[VV:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      linalg.yield %[[VV]] : f32
+// CHECK-NEXT:    } -> tensor<4x8xf32>
+// CHECK-NEXT:    func.return %[[NEW]] : tensor<4x8xf32>
+
+// -----
+
 func.func @unranked(%a: tensor<8x4xf32>) -> tensor<*xf32> {
   %0 = frame.relu %a : (tensor<8x4xf32>) -> tensor<*xf32>
   func.return %0 : tensor<*xf32>

@@ -34,6 +34,23 @@ func.func @log(%x: tensor<4xf32> {frame.param = "x"}) -> tensor<f32> {
 
 // -----
 
+// sqrt: dy / (2 y), y the forward result (torch's sqrt_backward).
+func.func @sqrt(%x: tensor<4xf32> {frame.param = "x"}) -> tensor<f32> {
+  %y = frame.sqrt %x : (tensor<4xf32>) -> tensor<4xf32>
+  %l = frame.sum %y : (tensor<4xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @sqrt_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<4xf32> {frame.param = "x"})
+// CHECK:         %[[Y:.*]] = frame.sqrt %[[X]]
+// CHECK:         %[[DY:.*]] = frame.broadcast
+// CHECK-NEXT:    %[[Y2:.*]] = frame.scale %[[Y]] {frame.stage = "backward", factor = 2.000000e+00 : f32}
+// CHECK-NEXT:    %[[DX:.*]] = frame.div %[[DY]], %[[Y2]]
+// CHECK-NEXT:    func.return %{{.*}}, %[[DX]]
+
+// -----
+
 // tanh: dy * (1 - y * y).
 func.func @tanh(%x: tensor<4xf32> {frame.param = "x"}) -> tensor<f32> {
   %y = frame.tanh %x : (tensor<4xf32>) -> tensor<4xf32>
@@ -113,6 +130,30 @@ func.func @threshold(%x: tensor<4xf32> {frame.param = "x"}) -> tensor<f32> {
 // CHECK:         %[[Y:.*]] = frame.threshold %[[X]]
 // CHECK:         %[[DY:.*]] = frame.broadcast
 // CHECK-NEXT:    %[[DX:.*]] = frame.threshold_grad %[[X]], %[[DY]] {frame.stage = "backward", threshold = 5.000000e-01 : f32}
+// CHECK-NEXT:    func.return %{{.*}}, %[[DX]]
+
+// -----
+
+// step: no gradient flows through it -- its adjoint is a zero of x's type, added to
+// what reaches x through exp.
+func.func @step(%x: tensor<4xf32> {frame.param = "x"}) -> tensor<f32> {
+  %e = frame.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+  %y = frame.step %x {threshold = 0.5 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+  %m = frame.mul %e, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %l = frame.sum %m : (tensor<4xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @step_grad
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: tensor<4xf32> {frame.param = "x"})
+// CHECK:         %[[E:.*]] = frame.exp %[[X]]
+// CHECK:         %[[Y:.*]] = frame.step %[[X]]
+// CHECK:         %[[DM:.*]] = frame.broadcast
+// CHECK-NEXT:    %[[DE:.*]] = frame.mul %[[DM]], %[[Y]]
+// CHECK-NEXT:    frame.mul %[[DM]], %[[E]]
+// CHECK-NEXT:    %[[Z:.*]] = frame.constant 0.000000e+00 {frame.stage = "backward"} : tensor<4xf32>
+// CHECK-NEXT:    %[[DXE:.*]] = frame.mul %[[DE]], %[[E]]
+// CHECK-NEXT:    %[[DX:.*]] = frame.add %[[Z]], %[[DXE]]
 // CHECK-NEXT:    func.return %{{.*}}, %[[DX]]
 
 // -----

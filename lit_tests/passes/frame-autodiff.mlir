@@ -432,3 +432,21 @@ func.func @gather(%s: tensor<4x2xf32> {frame.param = "s"}, %i: tensor<3xi64>) ->
 // CHECK-NEXT:    %[[DY:.*]] = frame.broadcast %[[ONE]] {frame.stage = "backward"} : (tensor<f32>) -> tensor<3x2xf32>
 // CHECK-NEXT:    %[[DS:.*]] = frame.scatter_add %[[DY]], %[[I]] {frame.stage = "backward"} : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<4x2xf32>
 // CHECK-NEXT:    func.return %[[L]], %[[DS]] : tensor<f32>, tensor<4x2xf32>
+
+// -----
+
+// update: the result is the value, so its adjoint is dy; the destination's old
+// contents do not reach the result, so the destination gets none (a zero gradient).
+func.func @update(%p: tensor<4xf32> {frame.param = "p"}, %v: tensor<4xf32> {frame.param = "v"}) -> tensor<f32> {
+  %u = frame.update %p, %v : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %l = frame.sum %u : (tensor<4xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @update_grad
+// CHECK-SAME:    (%[[P:[a-z0-9_]+]]: tensor<4xf32> {frame.param = "p"}, %[[V:[a-z0-9_]+]]: tensor<4xf32> {frame.param = "v"})
+// CHECK:         %[[L:.*]] = frame.sum
+// CHECK-NEXT:    %[[ONE:.*]] = frame.constant 1.000000e+00
+// CHECK-NEXT:    %[[DY:.*]] = frame.broadcast %[[ONE]]
+// CHECK-NEXT:    %[[DP:.*]] = frame.constant 0.000000e+00 {frame.layer = "p", frame.stage = "backward"} : tensor<4xf32>
+// CHECK-NEXT:    func.return %[[L]], %[[DP]], %[[DY]] : tensor<f32>, tensor<4xf32>, tensor<4xf32>

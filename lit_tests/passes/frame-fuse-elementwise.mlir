@@ -210,6 +210,43 @@ func.func @update(%p: tensor<4xf32>, %x: tensor<4xf32>, %dy: tensor<4xf32>) -> t
 
 // -----
 
+// An update writes the parameter in place: a producer reading the parameter
+// transposed does not merge into it -- iteration (i, j) would read p[j, i] after
+// iteration (j, i) had overwritten it. (The transpose merges into the add, which then
+// reads p transposed: the add stays apart from the update, writing its own buffer.)
+func.func @update_transposed(%p: tensor<3x3xf32>) -> tensor<3x3xf32> {
+  %e0 = tensor.empty() : tensor<3x3xf32>
+  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.transpose"} ins(%p : tensor<3x3xf32>) outs(%e0 : tensor<3x3xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    linalg.yield %v : f32
+  } -> tensor<3x3xf32>
+  %e1 = tensor.empty() : tensor<3x3xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.add"} ins(%t, %p : tensor<3x3xf32>, tensor<3x3xf32>) outs(%e1 : tensor<3x3xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %a = arith.addf %x, %y : f32
+    linalg.yield %a : f32
+  } -> tensor<3x3xf32>
+  %new = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.update"} ins(%s : tensor<3x3xf32>) outs(%p : tensor<3x3xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    linalg.yield %v : f32
+  } -> tensor<3x3xf32>
+  func.return %new : tensor<3x3xf32>
+}
+
+// CHECK-LABEL: func.func @update_transposed
+// CHECK-SAME:    (%[[P:[a-z0-9_]+]]: tensor<3x3xf32>)
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<3x3xf32>
+// CHECK-NEXT:    %[[S:.*]] = linalg.generic
+// CHECK-SAME:      indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>]
+// CHECK-SAME:      doc = "frame.transpose+frame.add"}
+// CHECK-SAME:      ins(%[[P]], %[[P]] : tensor<3x3xf32>, tensor<3x3xf32>) outs(%[[E]] : tensor<3x3xf32>)
+// CHECK:         %[[N:.*]] = linalg.generic
+// CHECK-SAME:      doc = "frame.update"}
+// CHECK-SAME:      ins(%[[S]] : tensor<3x3xf32>) outs(%[[P]] : tensor<3x3xf32>)
+// CHECK:         func.return %[[N]] : tensor<3x3xf32>
+
+// -----
+
 // A result written through a permutation and read through the same one: iteration
 // (i, j) reads what iteration (i, j) wrote, so the producer's input keeps its map.
 func.func @permuted(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {

@@ -193,6 +193,23 @@ def _heaviside_ref(alpha: float) -> TorchRef:
     return ref
 
 
+def _step_ref(threshold: float) -> TorchRef:
+    """frame.step: (x > threshold) as x's dtype forward, a zero gradient backward
+    (dlprimitives' Threshold: "x > threshold ? 1 : 0, gradient 0")."""
+    def ref(t: Any, x: Any) -> Any:
+        class Step(t.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, v: Any) -> Any:
+                return (v > threshold).to(v.dtype)
+
+            @staticmethod
+            def backward(ctx: Any, gy: Any) -> Any:
+                return t.zeros_like(gy)
+
+        return Step.apply(x)
+    return ref
+
+
 def _matmul_cases() -> list[OpCase]:
     cases = []
     for tl in (False, True):
@@ -248,6 +265,18 @@ def _mse_cases() -> list[OpCase]:
     cases.append(OpCase("mse_loss", "mse_loss_data_target_5x2", ((5, 2), (5, 2)),
                         lambda g, v: g.emit(frame.MseLossOp(v[0], v[1])), mse, (True, False)))
     return cases
+
+
+def _update_cases() -> list[OpCase]:
+    """frame.update: its result is its value, computed in the destination's buffer (an
+    argument not donated here: bufferization copies it first; in place with
+    `frame.aliasing_output` in tests/passes/test_frame_update.py). Its VJP is torch's
+    copy_'s: dy for the value, zero for the destination."""
+    return [OpCase("update", _sym("update", s), (s, s),
+                   lambda g, v: g.emit(frame.UpdateOp(v[0], v[1])),
+                   lambda t, d, val: d.clone().copy_(val), params)
+            for s, params in (((3, 4), (True, True)), ((1, 5), (False, True)),
+                              ((6, 1), (True, False)))]
 
 
 def _forward_only_cases() -> list[OpCase]:
@@ -432,6 +461,8 @@ def _math_cases() -> list[OpCase]:
         ("abs", lambda g, v: g.emit(frame.AbsOp(v[0])), lambda t, a: t.abs(a)),
         ("log", lambda g, v: g.emit(frame.LogOp(_positive(g, v[0]))),
          lambda t, a: t.log(t.abs(a) + 0.5)),
+        ("sqrt", lambda g, v: g.emit(frame.SqrtOp(_positive(g, v[0]))),
+         lambda t, a: t.sqrt(t.abs(a) + 0.5)),
         ("shift", lambda g, v: g.emit(frame.ShiftOp(v[0], -0.75)), lambda t, a: a - 0.75),
         ("gelu", lambda g, v: g.emit(frame.GeluOp(g.emit(frame.ScaleOp(v[0], 4.0)))),
          lambda t, a: t.nn.functional.gelu(4 * a)),
@@ -451,6 +482,13 @@ def _math_cases() -> list[OpCase]:
         for shape in ((3, 4), (1, 5), (2, 3, 2)):
             cases.append(OpCase(name, _sym(name, shape), (shape,), build, ref, (True,),
                                 away_from_zero=True))
+    # step: x > threshold as 0 / 1 (a threshold at 0 too; the inputs keep |x| >= 0.1
+    # away from it), its gradient 0 -- torch's comparison has none at all, so the
+    # reference says "zero" explicitly.
+    for shape, limit in (((3, 4), 0.0), ((1, 5), 0.25), ((2, 3, 2), -0.5)):
+        cases.append(OpCase("step", _sym("step", shape), (shape,),
+                            lambda g, v, lim=limit: g.emit(frame.StepOp(v[0], lim)),
+                            _step_ref(limit), (True,), away_from_zero=True))
     for shape in ((3, 4), (6, 1)):
         cases.append(OpCase("div", _sym("div", shape), (shape, shape),
                             lambda g, v: g.emit(frame.DivOp(v[0], _positive(g, v[1]))),
@@ -903,7 +941,8 @@ def _layer_norm_cases() -> list[OpCase]:
 
 
 CASES: list[OpCase] = [*_conv_cases(), *_pool_cases(), *_scan_cases(), *_binary_cases(), *_unary_cases(), *_matmul_cases(), *_mse_cases(),
-                       *_forward_only_cases(), *_math_cases(), *_softmax_cases(),
+                       *_forward_only_cases(), *_update_cases(), *_math_cases(),
+                       *_softmax_cases(),
                        *_batch_norm_cases(),
                        *_layer_norm_cases(), *_broadcast_cases(), *_reduce_cases(), *_movement_cases(), *_conv_family_cases(),
                        *_spectral_cases()]
@@ -1212,16 +1251,16 @@ def test_mlp_gradient_vs_finite_differences(oracle: Any) -> None:
 
 
 #: Ops whose VJPs are checked against central differences too (smooth ones: relu,
-#: max-pool, hardtanh and threshold have kinks inside the inputs' range (abs only at 0,
-#: which its inputs stay 0.1 away from), heaviside_surrogate's gradient is by design
-#: not its derivative). maximum and minimum have a kink where a == b: their seeded inputs
+#: max-pool, hardtanh and threshold have kinks inside the inputs' range and step a jump
+#: (abs only at 0, which its inputs stay 0.1 away from), heaviside_surrogate's gradient
+#: is by design not its derivative). maximum and minimum have a kink where a == b: their seeded inputs
 #: keep every pair more than h apart (0.0148 at the closest). frame.max is left out:
 #: its random groups hold near ties (a runner-up within h of the max), where a central
 #: difference straddles the kink; its gradient is checked against torch, ties included.
 FD_GROUPS = ("conv", "avg_pool", "sigmoid", "selective_scan", "matmul", "mse_loss", "sum",
              "broadcast", "reshape", "transpose", "mul", "sub", "scale", "neg",
-             "exp", "tanh", "abs", "log", "shift", "gelu", "gelu_tanh", "div", "softmax",
-             "log_softmax", "layer_norm", "slice", "concat", "pad", "bcast_add", "bcast_sub",
+             "exp", "tanh", "abs", "log", "sqrt", "shift", "update", "gelu", "gelu_tanh",
+             "div", "softmax", "log_softmax", "layer_norm", "slice", "concat", "pad", "bcast_add", "bcast_sub",
              "bcast_mul", "bcast_div", "mean", "sum_keepdims", "maximum", "minimum",
              "rfft", "irfft", "batch_norm", "batch_norm_inference",
              "conv_dilation", "conv_transpose", "avg_pool_ceil", "avg_pool_exclude_pad",

@@ -1,6 +1,7 @@
 """The elementwise math family (`frame_mlir/dialects/frame_math.py`) beyond the torch
 oracle cases of tests/oracle/test_ops_vs_torch.py: edge values against torch bit for
-bit where torch's result is a selection (clamps, thresholds, abs), and the emitted C++
+bit where torch's result is a selection (clamps, thresholds, step, abs) or correctly
+rounded (sqrt, and its gradient), and the emitted C++
 against the JIT, bit for bit, on every op of the family and its gradient (and of the
 softmax and normalization families)."""
 
@@ -39,6 +40,7 @@ def _ops(g: Graph, x: Any, dy: Any) -> list[Any]:
         frame.HardtanhOp(x, -0.5, 0.25), frame.HardtanhGradOp(x, dy, 0.0, 6.0),
         frame.ThresholdOp(x, 0.1, -2.0), frame.ThresholdGradOp(x, dy, 0.1),
         frame.ShiftOp(x, -0.75), frame.DivOp(dy, x),
+        frame.SqrtOp(x), frame.StepOp(x, 0.1), frame.StepOp(x),
         # and the softmax family (frame_softmax.py), whose kernels reduce along an axis
         frame.SoftmaxOp(x, 1), frame.LogSoftmaxOp(x, 0), frame.SoftmaxGradOp(dy, x, 0),
         frame.LogSoftmaxGradOp(dy, x, 1),
@@ -58,16 +60,18 @@ def _module() -> builtin.ModuleOp:
 
 
 def test_selections_match_torch_bitwise_on_edge_values() -> None:
-    """hardtanh / relu6, threshold and abs select or negate values: torch's float32
-    results are exact, so ours must be the same bits on NaN, +-inf, +-0, denormals and
-    the kinks themselves (torch's gradients pass dy strictly inside the clamp)."""
+    """hardtanh / relu6, threshold, step and abs select or negate values, and sqrt is
+    correctly rounded: torch's float32 results are exact, so ours must be the same bits
+    on NaN, +-inf, +-0, denormals and the kinks themselves (torch's gradients pass dy
+    strictly inside the clamp; sqrt(-0) = -0, sqrt(x < 0) = NaN; step(NaN) = 0 and
+    step(t) = 0 at its threshold t)."""
     outs = compile_module(_module(), options=CompileOptions(threads=1), cache=None)(
         "fam", EDGE, DY)
     tx = torch.from_numpy(EDGE.copy()).requires_grad_()
     tdy = torch.from_numpy(DY)
     f = torch.nn.functional
     checks = {3: torch.abs(tx), 9: f.hardtanh(tx, -0.5, 0.25), 11: f.threshold(tx, 0.1, -2.0),
-              13: tx - 0.75}
+              13: tx - 0.75, 15: torch.sqrt(tx), 16: (tx > 0.1).float(), 17: (tx > 0).float()}
     for i, ref in checks.items():
         same_bits(outs[i], ref.detach().numpy(), f"output {i}")
     # Gradients at a NaN input are left out: torch's own differ between its vector
@@ -76,6 +80,28 @@ def test_selections_match_torch_bitwise_on_edge_values() -> None:
     for i, ref in ((4, torch.abs(tx)), (10, f.relu6(tx)), (12, f.threshold(tx, 0.1, -2.0))):
         (grad,) = torch.autograd.grad(ref, tx, tdy)
         same_bits(outs[i][finite], grad.numpy()[finite], f"gradient output {i}")
+
+
+def test_sqrt_and_step_gradients_match_torch_bitwise_on_edge_values() -> None:
+    """The VJPs of sqrt (dy / (2 y), torch's sqrt_backward: +-inf at +-0, NaN below 0,
+    +-0 at inf) and of step (0 everywhere: no gradient flows through it) through
+    frame-autodiff, on the edge values, against torch's autograd bit for bit."""
+    from frame_mlir.nn.module import ParamSpec, UniformSeeded, add_parameter_inputs
+
+    g = Graph("edge")
+    xs, xt = add_parameter_inputs(g, [ParamSpec(n, SHAPE, UniformSeeded(-1.0, 1.0))
+                                      for n in ("xs", "xt")])
+    dy = g.add_input(SHAPE, "dy")
+    y = g.emit(frame.AddOp(g.emit(frame.MulOp(g.emit(frame.SqrtOp(xs)), dy)),
+                           g.emit(frame.MulOp(g.emit(frame.StepOp(xt, 0.1)), dy))))
+    fn = g.finish([g.emit(frame.SumOp(y))])
+    ex = compile_module(builtin.ModuleOp([fn]), options=CompileOptions(threads=1), cache=None)
+    _, grad_sqrt, grad_step = ex("edge_grad", EDGE, EDGE, DY)
+    tx = torch.from_numpy(EDGE.copy()).requires_grad_()
+    (torch.sqrt(tx) * torch.from_numpy(DY)).sum().backward()
+    same_bits(grad_sqrt, tx.grad.numpy(), "gradient of sqrt")
+    # torch's (x > t).float() has no gradient at all; ours is an explicit +0.
+    same_bits(grad_step, np.zeros(SHAPE, np.float32), "gradient of step")
 
 
 @pytest.mark.skipif(CXX is None, reason="a C++ compiler is needed")
