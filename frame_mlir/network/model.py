@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from frame_mlir.frontend.network.loader import NetworkSpec, load_network, network_from_doc
-from frame_mlir.runtime.executable import FunctionSignature, aligned_empty
+from frame_mlir.runtime.executable import (
+    ENV_CACHE,
+    FunctionSignature,
+    aligned_empty,
+    check_indices,
+)
 
 if TYPE_CHECKING:
     from frame_mlir.compile_options import CompileOptions
@@ -112,7 +117,7 @@ class Adam:
 
 
 def load(source: str | Path | Mapping[str, Any], *, seed: int = 0,
-         options: CompileOptions | None = None) -> Network:
+         options: CompileOptions | None = None, cache: Any = ENV_CACHE) -> Network:
     """A network from a JSON file path or an already-parsed document, its parameters
     initialised the reference's way from `seed`.
 
@@ -123,7 +128,7 @@ def load(source: str | Path | Mapping[str, Any], *, seed: int = 0,
         spec = network_from_doc(dict(source))
     else:
         spec = load_network(source)
-    return Network(spec, seed=seed, options=options)
+    return Network(spec, seed=seed, options=options, cache=cache)
 
 
 class _Bound:
@@ -149,6 +154,12 @@ class _Bound:
             else:
                 buf = next(it)
                 assert buf.nbytes == a.nbytes and buf.flags.c_contiguous, a.name
+                if a.checks:  # labels out of range: an error, as in torch (the kernels
+                    # would treat such a row as matching no class)
+                    try:
+                        check_indices(self.sig.name, a, buf)
+                    except ValueError as e:
+                        raise ValueError(f"feed: input '{a.name}': {e}") from None
                 ptrs.append(ctypes.c_void_p(buf.ctypes.data))
         self.fn(*ptrs)
 
@@ -160,11 +171,13 @@ class Network:
     order operators declare them, BatchNorm running statistics included."""
 
     def __init__(self, spec: NetworkSpec, *, seed: int = 0,
-                 options: CompileOptions | None = None):
+                 options: CompileOptions | None = None, cache: Any = ENV_CACHE):
         from frame_mlir.frontend.network.lower import build_function, initial_values
 
         self.spec = spec
         self.options = options
+        #: the compile cache (a CompileCache, None for none; default: the environment's)
+        self.cache = cache
         self._train_fn = build_function(spec, "train")  # also the shape check
         self.param_infos: list[ParamInfo] = list(self._train_fn.params)
         self._params = initial_values(self.param_infos, seed)
@@ -267,7 +280,8 @@ class Network:
         from frame_mlir.runtime.executable import compile_module
 
         module = builtin.ModuleOp(list(fns))
-        return compile_module(module, lr=lr, options=self.options, after_pass=self.after_pass)
+        return compile_module(module, lr=lr, options=self.options, after_pass=self.after_pass,
+                              cache=self.cache)
 
     def _train(self) -> tuple[BuiltFunction, _Bound, _Bound | None]:
         """The training forward and (with losses) its gradient function."""
@@ -349,10 +363,7 @@ class Trainer:
         self.network = network
         self.solver = solver
         self.t = 0
-        from xdsl.dialects import builtin
-
         from frame_mlir.frontend.network.solvers import STATES, build_update_function
-        from frame_mlir.runtime.executable import compile_module
 
         names = network.trainable
         if not names:
@@ -360,7 +371,7 @@ class Trainer:
         shapes = [(n, network._params[n].shape) for n in names]
         fn_name = f"{network._train_fn.fn.sym_name.data}_{solver.kind}"
         fn = build_update_function(fn_name, solver.kind, shapes)
-        ex = compile_module(builtin.ModuleOp([fn]), lr=None, options=network.options)
+        ex = network._compile([fn])
         self._update = _Bound(ex, ex.signatures[fn_name])
         self._ex = ex
         self.state = {k: {n: np.zeros(network._params[n].shape, np.float32) for n in names}

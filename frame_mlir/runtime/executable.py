@@ -292,7 +292,9 @@ class Executable:
         return tuple(results[i] for i in sorted(results))
 
 
-_ENV_CACHE: Any = object()  # compile_module's default: the cache the environment asks for
+#: compile_module's default: the cache the environment asks for.
+_ENV_CACHE: Any = object()
+ENV_CACHE = _ENV_CACHE
 
 
 def compile_module(module: ModuleOp, *, lr: float | None = None, opt_level: int = 3,

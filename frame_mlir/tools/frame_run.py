@@ -67,15 +67,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.print_predictions:
                 build_parser().error("--print-predictions applies to v0 model specs only")
             if args.emit_stage:
+                ignored = network_flags_given(args)
+                if ignored:
+                    build_parser().error(f"{', '.join(ignored)} "
+                                         f"{'needs' if len(ignored) == 1 else 'need'} a "
+                                         "training run; --emit-stage stops before one")
                 emit_network_stage(spec, args.emit_stage, sys.stdout,
                                    print_ir_after_all=args.print_ir_after_all,
                                    options=compile_options(args.threads))
                 return 0
             return run_network(spec, args, sys.stdout, options=compile_options(args.threads),
-                               print_ir_after_all=args.print_ir_after_all)
+                               print_ir_after_all=args.print_ir_after_all,
+                               use_cache=not args.no_cache)
         given = network_flags_given(args)
         if given:
-            build_parser().error(f"{', '.join(given)} apply to JSON network files only; "
+            build_parser().error(f"{', '.join(given)} "
+                                 f"{'applies' if len(given) == 1 else 'apply'} to JSON "
+                                 "network files only; "
                                  f"{args.spec} is a v0 model spec")
         if args.emit_stage:
             emit_stage(spec, args.emit_stage, sys.stdout,

@@ -137,7 +137,8 @@ def _accuracy_pair(spec: NetworkSpec) -> tuple[str, str] | None:
 
 
 def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
-                options: CompileOptions | None, print_ir_after_all: bool = False) -> int:
+                options: CompileOptions | None, print_ir_after_all: bool = False,
+                use_cache: bool = True) -> int:
     """Train `spec` as the command line says; returns the exit status."""
     from frame_mlir.frontend.network.data import InputDecl, batches, load_source
     from frame_mlir.frontend.network.loader import OutputSpec
@@ -163,7 +164,8 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
         # the scores become one more output, so the test graph returns them
         spec = dataclasses.replace(spec, outputs=(
             *spec.outputs, OutputSpec(f"{pair[0]}", pair[0], None)))
-    net: Network = Network(spec, seed=seed, options=options)
+    net: Network = Network(spec, seed=seed, options=options,
+                           **({} if use_cache else {"cache": None}))
     if print_ir_after_all:
         from frame_mlir.tools.driver import print_ir_after_all_hook
 

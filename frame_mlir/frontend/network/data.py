@@ -260,7 +260,11 @@ def _load_npz(source: str, inputs: Sequence[InputDecl], batch: int) -> DataSourc
     except OSError as e:
         raise DataError(source, f"cannot read: {e.strerror or e}") from None
     except (ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise DataError(source, f"is not a readable .npz archive: {e}") from None
+        # numpy tries a pickle last, so any other file says "pickled (object) data ...
+        # load it unsafely": misleading advice for a file that is just not numpy's
+        why = "neither a zip archive of arrays (numpy.savez) nor a .npy array" \
+            if "pickle" in str(e) else str(e)
+        raise DataError(source, f"is not a readable .npz archive: {why}") from None
     if not isinstance(loaded, np.lib.npyio.NpzFile):
         raise DataError(source, "is a single .npy array, not a .npz archive of named arrays "
                         "(numpy.savez)")

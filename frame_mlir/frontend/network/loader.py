@@ -172,9 +172,16 @@ def _schema_diagnostics(error: ValidationError, doc: Any) -> list[Diagnostic]:
         found = f"{json_type(inst)} {found}"
     elif kind == "enum":
         expected = "one of " + ", ".join(json.dumps(v) for v in vv)
+    elif kind == "anyOf" and "options" in parts:
+        expected = "an integer or a list of two integers"
     elif kind == "anyOf":
-        expected = "an integer or a list of two integers" if "options" in parts else \
-            "a tensor name or an object {\"name\", \"loss_weight\"}"
+        if isinstance(inst, dict) and "loss_weight" in inst and (
+                isinstance(inst["loss_weight"], bool)
+                or not isinstance(inst["loss_weight"], int | float)):
+            return [Diagnostic("NET-000", make_pointer((*parts, "loss_weight")), "a number",
+                               f"{json_type(inst['loss_weight'])} "
+                               f"{brief_value(inst['loss_weight'])}")]
+        expected = "a tensor name or an object {\"name\", \"loss_weight\"}"
     elif kind == "minimum":
         expected = f">= {vv}"
     elif kind in ("minItems", "maxItems"):
@@ -318,6 +325,11 @@ def network_from_doc(doc: object, source: str = "<dict>", name: str = "network",
                                     f"{json_type(doc)} {brief_value(doc)}",
                                     f"a network must be a JSON object, found "
                                     f"{json_type(doc)}")], source)
+    from frame_mlir.frontend.spec_v0 import json_value_errors
+
+    diags = json_value_errors(doc)  # a dict from Python may hold NaN, which JSON cannot
+    if diags:
+        raise SpecError(diags, source)
     diags = [d for e in sorted(_validator().iter_errors(doc), key=lambda e: list(
         map(str, e.absolute_path))) for d in _schema_diagnostics(e, doc)]
     if diags:
@@ -353,11 +365,5 @@ def load_network(path: str | Path) -> NetworkSpec:
 
 
 def load_network_doc(doc: object, source: str, path: str | Path) -> NetworkSpec:
-    """Validate a document parsed from the file at `path` (duplicate keys and
-    non-finite numbers are checked here)."""
-    from frame_mlir.frontend.spec_v0 import json_value_errors
-
-    diags = json_value_errors(doc)
-    if diags:
-        raise SpecError(diags, source)
+    """Validate a document parsed from the file at `path` (named after its stem)."""
     return network_from_doc(doc, source, _stem(path))

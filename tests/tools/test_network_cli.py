@@ -1,0 +1,279 @@
+"""The tools on JSON networks, run in process (`main([...])`, output captured):
+`frame-dslc --check`, and `frame-run net.json --data FILE.npz ...` -- the epoch lines,
+held-out accuracy, notes, weights files, the loss plot, solvers and schedules,
+`--emit-stage`, and every usage / data error as a clear message without a traceback.
+A v0 spec still runs as before. The networks are tiny (compiles of a second or two)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from frame_mlir.tools import frame_dslc, frame_run
+
+ROOT = Path(__file__).resolve().parents[2]
+NETWORKS = ROOT / "testdata" / "networks"
+TINY_V0 = ROOT / "testdata" / "tiny_mlp.json"
+
+NUM = r"[-+0-9.e]+|nan|inf"
+BATCH, SAMPLES = 8, 37  # 4 full batches, 5 samples dropped each epoch
+
+NET: dict[str, Any] = {
+    "inputs": [{"name": "data", "shape": [BATCH, 4]},
+               {"name": "label", "shape": [BATCH], "dtype": "int"}],
+    "outputs": ["loss"],
+    "operators": [
+        {"name": "fc1", "type": "InnerProduct", "inputs": ["data"], "outputs": ["h"],
+         "options": {"outputs": 8, "activation": "relu"}},
+        {"name": "fc2", "type": "InnerProduct", "inputs": ["h"], "outputs": ["fc2"],
+         "options": {"outputs": 3}},
+        {"name": "loss", "type": "SoftmaxWithLoss", "inputs": ["fc2", "label"],
+         "outputs": ["loss"]},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("netcli")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((SAMPLES, 4)).astype(np.float32)
+    y = ((x[:, 0] > 0).astype(np.int32) + (x[:, 1] > 0)).astype(np.int32)
+    net = d / "net.json"
+    net.write_text(json.dumps(NET))
+    train = d / "train.npz"
+    np.savez(train, data=x, label=y)
+    held = d / "held.npz"
+    np.savez(held, data=x, label=y, data_test=x[:16], label_test=y[:16])
+    out_of_range = d / "labels.npz"
+    np.savez(out_of_range, data=x, label=np.where(np.arange(SAMPLES) % 4 == 3, 5, y))
+    bad_npz = d / "bad.npz"
+    bad_npz.write_text("not numpy at all\n")
+    bad_net = d / "bad_net.json"
+    doc = json.loads(json.dumps(NET))
+    doc["operators"][0]["type"] = "InnerProdct"
+    doc["operators"][1]["options"]["outputz"] = 3
+    doc["inputs"][0]["shape"] = [BATCH, 0]
+    bad_net.write_text(json.dumps(doc))
+    return {"dir": d, "net": net, "train": train, "held": held, "bad_npz": bad_npz,
+            "bad_net": bad_net, "labels": out_of_range}
+
+
+def run(capsys: pytest.CaptureFixture[str], main: Any, *args: object
+        ) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "internal error" not in err, err
+    return rc, out, err
+
+
+def epoch_losses(out: str, accuracy: bool = False) -> list[float]:
+    """The losses of `epoch N loss V [accuracy A]` lines; the output must be exactly
+    those lines then `final_loss V`, the last step's loss."""
+    lines = out.splitlines()
+    acc = rf" accuracy (?:{NUM})" if accuracy else ""
+    for i, line in enumerate(lines[:-1]):
+        assert re.fullmatch(rf"epoch {i + 1} loss (?:{NUM}){acc}", line), line
+    assert re.fullmatch(rf"final_loss (?:{NUM})", lines[-1]), lines[-1]
+    return [float(line.split()[3]) for line in lines[:-1]]
+
+
+def train(capsys: pytest.CaptureFixture[str], files: dict[str, Path], *extra: object,
+          data: str = "train") -> tuple[int, str, str]:
+    return run(capsys, frame_run.main, files["net"], "--data", files[data], *extra)
+
+
+@pytest.fixture(scope="module")
+def baseline(files: dict[str, Path]) -> list[float]:
+    """The epoch losses of the default run (2 epochs, SGD, no schedule)."""
+    out, err = io.StringIO(), io.StringIO()  # capsys is function-scoped
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = frame_run.main([str(files["net"]), "--data", str(files["train"]),
+                             "--epochs", "2"])
+    assert rc == 0, err.getvalue()
+    return epoch_losses(out.getvalue())
+
+
+# --------------------------------------------------------------------------- frame-dslc
+
+
+@pytest.mark.parametrize("name", ["mnist_mlp", "lenet_digits"])
+def test_dslc_check_networks(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    rc, out, err = run(capsys, frame_dslc.main, "--check", NETWORKS / f"{name}.json")
+    assert (rc, out, err) == (0, f"OK {name}\n", "")
+
+
+def test_dslc_check_bad_network(capsys: pytest.CaptureFixture[str],
+                                files: dict[str, Path]) -> None:
+    rc, out, err = run(capsys, frame_dslc.main, "--check", files["bad_net"])
+    assert rc != 0 and out == ""
+    lines = err.splitlines()
+    src = str(files["bad_net"])
+    assert lines == [
+        f"frame-dslc: error: {src}: NET-000 at /inputs/0/shape/1: expected >= 1, found 0",
+        f"frame-dslc: error: {src}: NET-001 at /operators/0/type: unknown operator type "
+        "\"InnerProdct\" (did you mean 'InnerProduct'?) (known: "
+        + ", ".join(_known_types()) + ")",
+        f"frame-dslc: error: {src}: NET-002 at /operators/1/options/outputz: unknown option "
+        "'outputz' for InnerProduct (did you mean 'outputs'?) (its options: outputs, "
+        "inputs, bias, activation)",
+    ]
+
+
+def _known_types() -> list[str]:
+    from frame_mlir.frontend.network.options import OPERATORS
+
+    return list(OPERATORS)
+
+
+def test_dslc_run_refuses_a_network(capsys: pytest.CaptureFixture[str],
+                                    files: dict[str, Path]) -> None:
+    rc, _, err = run(capsys, frame_dslc.main, "--run", files["net"])
+    assert rc == 1 and "is a JSON network" in err and "frame-run" in err
+
+
+# --------------------------------------------------------------------------- frame-run
+
+
+def test_run_prints_epochs_and_final_loss(capsys: pytest.CaptureFixture[str],
+                                          files: dict[str, Path],
+                                          baseline: list[float]) -> None:
+    rc, out, err = train(capsys, files, "--epochs", "2")
+    assert rc == 0
+    assert epoch_losses(out) == baseline  # no held-out split: no accuracy; deterministic
+    assert len(out.splitlines()) == 3
+    assert "accuracy" not in out
+    assert (f"frame-run: note: {SAMPLES % BATCH} of {SAMPLES} training samples form no "
+            "full batch and are dropped each epoch") in err
+    assert all(np.isfinite(baseline)) and baseline[1] < baseline[0]
+
+
+def test_run_held_out_accuracy_save_weights_plot(capsys: pytest.CaptureFixture[str],
+                                                 files: dict[str, Path],
+                                                 baseline: list[float]) -> None:
+    d = files["dir"]
+    weights, plot = d / "trained.npz", d / "curve.png"
+    rc, out, _ = train(capsys, files, "--epochs", "2", "--save-weights", weights,
+                       "--plot", plot, data="held")
+    assert rc == 0
+    # the training split is the same file's arrays: the same losses
+    assert epoch_losses(out, accuracy=True) == baseline
+    for line in out.splitlines()[:-1]:
+        assert 0.0 <= float(line.split()[-1]) <= 1.0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    saved = np.load(weights)
+    assert sorted(saved.files) == ["fc1.0", "fc1.1", "fc2.0", "fc2.1"]
+
+    # --weights: start from the trained parameters; with lr 0 and no decay nothing
+    # moves, so saving again gives the same file contents
+    again = d / "again.dlp"
+    rc, out, _ = train(capsys, files, "--epochs", "1", "--weights", weights, "--lr", "0",
+                       "--weight-decay", "0", "--save-weights", again)
+    assert rc == 0
+    from frame_mlir.frontend.network.weights import load_weights
+
+    reloaded = load_weights(again)
+    for name in saved.files:
+        np.testing.assert_array_equal(reloaded[name], saved[name])
+    # the loss of trained parameters is below the first epoch's from scratch
+    assert epoch_losses(out)[0] < baseline[0]
+
+
+def test_run_adam(capsys: pytest.CaptureFixture[str], files: dict[str, Path],
+                  baseline: list[float]) -> None:
+    rc, out, _ = train(capsys, files, "--epochs", "2", "--solver", "adam", "--lr", "0.01")
+    assert rc == 0
+    losses = epoch_losses(out)
+    assert losses != baseline and all(np.isfinite(losses))
+
+
+def test_run_schedules_change_the_losses(capsys: pytest.CaptureFixture[str],
+                                         files: dict[str, Path],
+                                         baseline: list[float]) -> None:
+    rc, out, _ = train(capsys, files, "--epochs", "2", "--schedule", "step:1:0.5")
+    assert rc == 0
+    step = epoch_losses(out)
+    assert step[0] == baseline[0]  # epoch 1 runs at the base lr
+    assert step[1] != baseline[1]  # epoch 2 at half of it
+    rc, out, _ = train(capsys, files, "--epochs", "2", "--schedule", "cosine")
+    assert rc == 0
+    cosine = epoch_losses(out)
+    assert cosine[0] != baseline[0] and cosine[1] != baseline[1]
+    assert cosine != step
+
+
+@pytest.mark.parametrize(("stage", "needle"), [("frame", "frame.matmul"),
+                                               ("linalg", "linalg.generic")])
+def test_run_emit_stage(capsys: pytest.CaptureFixture[str], files: dict[str, Path],
+                        stage: str, needle: str) -> None:
+    rc, out, err = run(capsys, frame_run.main, files["net"], f"--emit-stage={stage}")
+    assert rc == 0 and err == ""
+    assert out.startswith("builtin.module")
+    assert needle in out
+    if stage == "frame":
+        assert "frame.cross_entropy" in out and 'frame.param = "fc1.0"' in out
+
+
+@pytest.mark.parametrize(("args", "rc", "message"), [
+    ([], 1, "a network needs training data: --data FILE.npz or --data digits"),
+    (["--print-predictions"], 2, "--print-predictions applies to v0 model specs only"),
+    (["--data", "TRAIN", "--schedule", "step:0:1"], 2,
+     "argument --schedule: expected 'step:EPOCHS:GAMMA' (EPOCHS >= 1, GAMMA > 0) or "
+     "'cosine', found 'step:0:1'"),
+    (["--data", "TRAIN", "--schedule", "linear"], 2, "found 'linear'"),
+    (["--data", "TRAIN", "--solver", "adam", "--momentum", "0.5"], 1,
+     "--momentum and --semantics apply to --solver sgd only"),
+    (["--data", "BAD_NPZ"], 1, "is not a readable .npz archive: neither a zip archive"),
+    (["--data", "NOPE.npz"], 1, "no such file; --data takes a .npz file or 'digits'"),
+    (["--emit-stage=frame", "--data", "TRAIN"], 2,
+     "--data needs a training run; --emit-stage stops before one"),
+    (["--weights", "NOPE.npz", "--data", "TRAIN"], 1, "NOPE.npz"),
+    (["--data", "LABELS", "--epochs", "1"], 1,
+     "feed: input 'label': @net_grad: frame.cross_entropy: label 5 of row"),
+])
+def test_run_errors(capsys: pytest.CaptureFixture[str], files: dict[str, Path],
+                    args: list[str], rc: int, message: str) -> None:
+    subst = {"TRAIN": str(files["train"]), "BAD_NPZ": str(files["bad_npz"]),
+             "LABELS": str(files["labels"]),
+             "NOPE.npz": str(files["dir"] / "nope.npz")}
+    got, out, err = run(capsys, frame_run.main, files["net"],
+                        *(subst.get(a, a) for a in args))
+    assert got == rc and out == ""
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("frame-run: error: ")
+    assert message.replace("NOPE.npz", str(files["dir"] / "nope.npz")) in last
+
+
+def test_run_bad_network(capsys: pytest.CaptureFixture[str], files: dict[str, Path]) -> None:
+    rc, out, err = run(capsys, frame_run.main, files["bad_net"], "--data", files["train"])
+    assert rc == 1 and out == ""
+    assert [re.search(r"NET-\d+", line).group() for line in err.splitlines()] == [
+        "NET-000", "NET-001", "NET-002"]
+
+
+@pytest.mark.parametrize("flag", [["--epochs", "2"], ["--data", "x.npz"],
+                                  ["--solver", "adam"], ["--plot", "p.png"]])
+def test_network_flag_on_a_v0_spec(capsys: pytest.CaptureFixture[str],
+                                   flag: list[str]) -> None:
+    rc, out, err = run(capsys, frame_run.main, TINY_V0, *flag)
+    assert rc == 2 and out == ""
+    assert err.strip().splitlines()[-1] == (
+        f"frame-run: error: {flag[0]} applies to JSON network files only; {TINY_V0} is a "
+        "v0 model spec")
+
+
+def test_v0_spec_still_trains(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(capsys, frame_run.main, TINY_V0)
+    assert rc == 0
+    lines = out.splitlines()
+    assert re.fullmatch(rf"step 0 loss (?:{NUM})", lines[0])
+    assert re.fullmatch(rf"step 299 loss (?:{NUM})", lines[-2])
+    assert lines[-1] == "final_loss " + lines[-2].split()[-1]
