@@ -19,6 +19,7 @@ makes each update one loop writing into the parameter's (or state's) own buffer.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects import builtin, func
@@ -42,7 +43,11 @@ def build_update_function(name: str, solver: str,
 
     Arguments: the parameters, their gradients, each state kind for every parameter,
     then the rank-0 hyperparameters; results: the new parameters then the new states,
-    each computed in its argument's buffer."""
+    each computed in its argument's buffer. Every tensor is taken flat (1-D, its
+    element count): the update is elementwise and the host buffers are contiguous, so
+    each update is one unit-stride loop that vectorizes, whatever the parameter's
+    layout (a [cout, cin, 3, 3] weight kept 4-D would leave a 3-long innermost loop)."""
+    shapes = [(n, (math.prod(s),)) for n, s in shapes]
     g = Graph(name)
     params = [g.add_input(s, n) for n, s in shapes]
     grads = [g.add_input(s, f"{n}.grad") for n, s in shapes]
