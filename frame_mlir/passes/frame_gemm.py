@@ -24,6 +24,15 @@ BLIS-style, for each task of a `frame.parallel` loop over column ranges:
         pack A[ic:ic+mc, pc:pc+kc] into MR-tall panels (zero-padded)
         for each MR x NR tile:  acc = C tile; for k < kc: acc += a(k) * b(k); C tile = acc
 
+Outer dims that one input does not depend on move inside, after that input is packed
+(`place_outer`): an A-only dim between B's packing and the ic loop, a B-only dim (a
+convolution's batch, whose weights are A) between A's packing and the tiles
+(`for ic: pack A; for n: pack B; tiles`), so that an input is not packed again for
+every index of a dim it does not depend on. When the outer dims are all B-only and C
+has few columns per outer index (a deep convolution layer's 2 x 2 images: 4 columns),
+they become columns instead (`gather_columns`): the GEMM runs on a contiguous copy of
+C in the scratch, whose tiles are then full.
+
 The micro-kernel keeps MR x NR/L accumulators in `vector<Lxf32>` registers across the
 k loop (one `vector.fma` per accumulator and k, B read as NR/L vector loads, A as MR
 broadcasts). Tiles on the edges of C go through a zero-padded scratch tile. The packed
@@ -155,6 +164,16 @@ def _offsets(m: AffineMap, typ: MemRefType) -> _Operand | None:
 
 
 @dataclass
+class Gather:
+    """C's columns gathered (`gather_columns`): the GEMM works on a contiguous M x N
+    copy of C in the scratch; `c` addresses the real C (its columns through a table,
+    its rows with one stride)."""
+
+    c: _Operand
+    row_stride: int
+
+
+@dataclass
 class Contraction:
     """A kernel's contraction, in GEMM terms (see the module docstring)."""
 
@@ -170,6 +189,7 @@ class Contraction:
     b_value: SSAValue
     c_value: SSAValue
     out_dims: list[int]  # the loop dim of each of C's dims, in order
+    gather: Gather | None = None  # C is worked on as a contiguous copy (`c` addresses it)
 
     @property
     def m(self) -> int:
@@ -529,7 +549,8 @@ def micro_kernel(rows: int, nv: int, lanes: int, mr: int, nr: int) -> func.FuncO
 class _Scratch:
     """Layout of a GEMM's scratch: one slot per task -- packed A, packed B, the edge tile
     (f32), then the offset tables (i32) -- and after the slots, for split-K, one partial
-    sum of C (m x n f32) per task."""
+    sum of C (m x n f32) per task; with gathered columns, the contiguous copy of C (m x
+    n f32, shared: tasks own column ranges)."""
 
     a_floats: int
     b_floats: int
@@ -537,6 +558,7 @@ class _Scratch:
     table_ints: int
     tasks: int
     partial_floats: int  # m * n with split-K, else 0
+    gather_floats: int = 0  # m * n with gathered columns, else 0
 
     @staticmethod
     def of(g: Contraction, blk: Blocking, split: _Split) -> _Scratch:
@@ -544,7 +566,8 @@ class _Scratch:
                         blk.kc * (-(-blk.nc // blk.nr) * blk.nr),
                         blk.mr * blk.nr,
                         sum(prod(g.sizes[d] for d in grp) for _, grp in _tables(g)),
-                        split.tasks, g.m * g.n if split.k else 0)
+                        split.tasks, g.m * g.n if split.k else 0,
+                        g.m * g.n if g.gather is not None else 0)
 
     @property
     def slot_bytes(self) -> int:
@@ -556,8 +579,13 @@ class _Scratch:
         return self.tasks * self.slot_bytes
 
     @property
+    def gather_at(self) -> int:
+        n = self.partials_at + self.tasks * 4 * self.partial_floats
+        return -(-n // ALIGN) * ALIGN
+
+    @property
     def nbytes(self) -> int:
-        return self.partials_at + self.tasks * 4 * self.partial_floats
+        return self.gather_at + 4 * self.gather_floats
 
 
 def _tables(g: Contraction) -> list[tuple[_Operand, list[int]]]:
@@ -569,6 +597,8 @@ def _tables(g: Contraction) -> list[tuple[_Operand, list[int]]]:
         for grp in groups:
             if opnd.stride(grp, g.sizes) is None:
                 out.append((opnd, grp))
+    if g.gather is not None:  # the real C's columns
+        out.append((g.gather.c, g.cols))
     return out
 
 
@@ -690,10 +720,16 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
     m, n, k = g.m, g.n, g.k
     tables = _tables(g)
     a_flat, b_flat, c_flat = (_collapse(ir, v) for v in (g.a_value, g.b_value, g.c_value))
+    real_c = c_flat
+    if g.gather is not None:  # the GEMM works on a contiguous copy of C (no epilogue)
+        assert epi is None and not split.k
+        c_flat = ir.ins(memref.ViewOp(ws, ir.idx(scratch.gather_at), [],
+                                      MemRefType(f32, [m * n]))).results[0]
     epi_code = _EpilogueCode(ir, g, epi) if epi is not None else None
     c_dyn = _dynamic(ir, c_flat)
     zero = ir.ins(arith.ConstantOp(builtin.FloatAttr(0.0, f32))).results[0]
     tasks, per_task = split.tasks, split.per_task
+    place = place_outer(g, blk, split)
 
     def partial(ir: _Ir, s: Index) -> SSAValue:
         at = ir.add(scratch.partials_at, ir.mul(s, 4 * m * n))
@@ -756,22 +792,49 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
         st = _Task(lo, hi, ap, bp, tile, am, ak, bn, bk,
                    *(_dynamic(ir, v) for v in (ap, bp, tile)),
                    target, target_dyn, k_lo, k_hi, zero_first)
-        outer_loops(ir, list(g.outer), {}, first, last, st)
+        # The first outer dim runs over [first, last) (this task's slice), wherever
+        # its loop is placed; the others over their whole range.
+        span = {d: (0, g.sizes[d]) for d in g.outer}
+        if g.outer:
+            span[g.outer[0]] = (first, last)
+        if g.gather is not None and not beta0:  # this task's columns of C, copied in
+            copy_columns(ir, addr[(id(g.gather.c), id(g.cols))], lo, hi, False)
+        loops(ir, place.keep, {}, span, lambda ir, ivs: gemm(ir, ivs, span, st))
+        if g.gather is not None:  # and back, final
+            copy_columns(ir, addr[(id(g.gather.c), id(g.cols))], lo, hi, True)
 
-    def outer_loops(ir: _Ir, dims: list[int], ivs: dict[int, SSAValue], first: Index,
-                    last: Index, st: _Task) -> None:
-        """Loops over the outer dims, the first one over [first, last) only."""
-        if dims:
-            d = dims[0]
-            ir.for_(first, last, 1, lambda i2, iv, _: outer_loops(
-                i2, dims[1:], {**ivs, d: iv}, 0, g.sizes[dims[1]] if len(dims) > 1 else 0,
-                st))
+    def copy_columns(ir: _Ir, c_cols: _Addr, lo: Index, hi: Index, back: bool) -> None:
+        """Columns [lo, hi) of C to its contiguous copy, or `back`."""
+        gat = g.gather
+        assert gat is not None
+
+        def row(ir: _Ir, i: SSAValue, _: Sequence[SSAValue]) -> None:
+            real_row = ir.add(gat.c.const, ir.mul(i, gat.row_stride))
+            copy_row = ir.mul(i, n)
+
+            def col(ir: _Ir, j: SSAValue, _: Sequence[SSAValue]) -> None:
+                real, mine = ir.add(real_row, c_cols.at(ir, j)), ir.add(copy_row, j)
+                if back:
+                    ir.store(ir.load(c_flat, mine), real_c, real)
+                else:
+                    ir.store(ir.load(real_c, real), c_flat, mine)
+            ir.for_(lo, hi, 1, col)
+        ir.for_(0, m, 1, row)
+
+    def loops(ir: _Ir, dims: Sequence[int], ivs: dict[int, SSAValue],
+              span: dict[int, tuple[Index, Index]],
+              body: Callable[[_Ir, dict[int, SSAValue]], None]) -> None:
+        """Loops over outer dims `dims` (outer to inner), `body` inside with every
+        induction variable so far."""
+        if not dims:
+            body(ir, ivs)
             return
-        gemm(ir, ivs, st)
+        d = dims[0]
+        ir.for_(*span[d], 1, lambda ir, iv, _: loops(ir, dims[1:], {**ivs, d: iv}, span,
+                                                      body))
 
-    def gemm(ir: _Ir, ivs: dict[int, SSAValue], st: _Task) -> None:
-        a0, b0, c0 = (_offset(ir, o, ivs) for o in (g.a, g.b, g.c))
-        bases = epi_code.bases(ir, ivs) if epi_code is not None else []
+    def gemm(ir: _Ir, ivs: dict[int, SSAValue], span: dict[int, tuple[Index, Index]],
+             st: _Task) -> None:
         lo, hi, ap, bp, tile = st.lo, st.hi, st.ap, st.bp, st.tile
         am, ak, bn, bk = st.am, st.ak, st.bn, st.bk
         c_flat, c_dyn = st.c_flat, st.c_dyn
@@ -781,19 +844,31 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
 
             def pc_body(ir: _Ir, pc: SSAValue, _: Sequence[SSAValue]) -> None:
                 kc = ir.min(blk.kc, ir.sub(st.k_hi, pc))
-                pack_b(ir, jc, nc, pc, kc)
+                if not place.b_inner:  # B's panel, once for every A-only outer index
+                    pack_b(ir, _offset(ir, g.b, ivs), jc, nc, pc, kc)
 
-                def ic_body(ir: _Ir, ic: SSAValue, _: Sequence[SSAValue]) -> None:
+                def ic_body(ir: _Ir, ivs: dict[int, SSAValue], ic: SSAValue) -> None:
                     mc = ir.min(blk.mc, ir.sub(m, ic))
-                    pack_a(ir, ic, mc, pc, kc)
-                    ir.for_(0, nc, nr, lambda ir, jp, _: ir.for_(
-                        0, mc, mr, lambda ir, ip, _: tile_at(ir, ic, ip, jc, jp, pc, kc)))
-                    if epi_code is not None and not split.k and not epi_per_tile:
-                        # The MC x NC block, row by row (in L2; the rows stream).
-                        code = epi_code
-                        after_last_k_block(ir, pc, lambda ir: code.rect(
-                            ir, bases, ic, ir.add(ic, mc), jc, ir.add(jc, nc)))
-                ir.for_(0, m, blk.mc, ic_body)
+                    # A's block, once for every B-only outer index
+                    pack_a(ir, _offset(ir, g.a, ivs), ic, mc, pc, kc)
+
+                    def block(ir: _Ir, ivs: dict[int, SSAValue]) -> None:
+                        if place.b_inner:
+                            pack_b(ir, _offset(ir, g.b, ivs), jc, nc, pc, kc)
+                        c0 = _offset(ir, g.c, ivs)
+                        bases = epi_code.bases(ir, ivs) if epi_code is not None else []
+                        ir.for_(0, nc, nr, lambda ir, jp, _: ir.for_(
+                            0, mc, mr, lambda ir, ip, _: tile_at(
+                                ir, c0, bases, ic, ip, jc, jp, pc, kc)))
+                        if epi_code is not None and not split.k and not epi_per_tile:
+                            # The MC x NC block, row by row (in L2; the rows stream).
+                            code = epi_code
+                            after_last_k_block(ir, pc, lambda ir: code.rect(
+                                ir, bases, ic, ir.add(ic, mc), jc, ir.add(jc, nc)))
+                    loops(ir, place.b_inner, ivs, span, block)
+
+                loops(ir, place.a_inner, ivs, span, lambda ir, ivs: ir.for_(
+                    0, m, blk.mc, lambda ir, ic, _: ic_body(ir, ivs, ic)))
             ir.for_(st.k_lo, st.k_hi, blk.kc, pc_body)
 
         def pack(ir: _Ir, src: SSAValue, dst: SSAValue, first: SSAValue, extent: Index,
@@ -830,14 +905,17 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                     ir.for_(0, kc, 1, row)
             ir.for_(0, extent, width, panel)
 
-        def pack_b(ir: _Ir, jc: SSAValue, nc: Index, pc: SSAValue, kc: Index) -> None:
+        def pack_b(ir: _Ir, b0: Index, jc: SSAValue, nc: Index, pc: SSAValue,
+                   kc: Index) -> None:
             pack(ir, b_flat, bp, jc, nc, nr, hi, b0, bn, bk, pc, kc)
 
-        def pack_a(ir: _Ir, ic: SSAValue, mc: Index, pc: SSAValue, kc: Index) -> None:
+        def pack_a(ir: _Ir, a0: Index, ic: SSAValue, mc: Index, pc: SSAValue,
+                   kc: Index) -> None:
             pack(ir, a_flat, ap, ic, mc, mr, m, a0, am, ak, pc, kc)
 
-        def tile_at(ir: _Ir, ic: SSAValue, ip: SSAValue, jc: SSAValue, jp: SSAValue,
-                    pc: SSAValue, kc: Index) -> None:
+        def tile_at(ir: _Ir, c0: Index, bases: list[list[Index]], ic: SSAValue,
+                    ip: SSAValue, jc: SSAValue, jp: SSAValue, pc: SSAValue,
+                    kc: Index) -> None:
             i0 = ir.add(ic, ip)
             j0 = ir.add(jc, jp)
             pa = ir.mul(ip, blk.kc)
@@ -979,7 +1057,8 @@ def _task_split(g: Contraction, blk: Blocking, threads: int) -> _Split:
     over k into `SPLIT_K` partial sums, added in a fixed order. The split depends on
     the shape only, never on the thread count, so results stay the same bits for every
     count (they differ from the unsplit loops' order, as a blocked sum does)."""
-    if not g.outer and g.c.const == 0 and g.n <= 2 * blk.nr and g.k >= SPLIT_K_MIN:
+    if not g.outer and g.gather is None and g.c.const == 0 and g.n <= 2 * blk.nr and \
+            g.k >= SPLIT_K_MIN:
         per = -(-g.k // SPLIT_K)
         return _Split(-(-g.k // per), per, False, True)
     if g.outer and g.sizes[g.outer[0]] >= threads > 1:
@@ -989,6 +1068,88 @@ def _task_split(g: Contraction, blk: Blocking, threads: int) -> _Split:
     panels = -(-g.n // blk.nr)
     per = -(-panels // threads)
     return _Split(-(-panels // per), per, False)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where each outer dim's loop goes (see `place_outer`), outer to inner each."""
+
+    keep: list[int]  # outside the GEMM (they index both inputs)
+    a_inner: list[int]  # inside the k blocks, after B's panel is packed: A-only dims
+    b_inner: list[int]  # inside the row blocks, after A's block is packed: B-only dims
+
+
+def place_outer(g: Contraction, blk: Blocking, split: _Split) -> Placement:
+    """Loops over outer dims that do not index an input need not repack it: an outer
+    dim that B does not depend on runs inside the k-block loop, after B's panel is
+    packed (`for jc: for pc: pack B; for A-only dims: for ic: pack A; tiles`), which
+    saves work whatever the shapes. One that A does not depend on (a convolution's
+    batch: the weights are A) runs inside the row-block loop, after A's block is
+    packed (`for ic: pack A; for B-only dims: pack B; tiles`): A is packed once per
+    (jc, pc, ic) block instead of once per batch index, at the price of packing B's
+    panel once per row block (ceil(M / MC) times instead of once); taken when that
+    packs fewer elements in all. Dims that index both stay outside. The order in which
+    each element of C sums its k blocks is the same either way."""
+    a_only = [d for d in g.outer if d not in g.b.coef]
+    b_only = [d for d in g.outer if d not in g.a.coef]
+    if b_only:
+        count = prod(g.sizes[d] for d in b_only)  # B-only iterations per task
+        if split.outer and g.outer[0] in b_only:
+            count = count // g.sizes[g.outer[0]] * split.per_task
+        cols = g.n if split.outer or split.k else min(g.n, split.per_task * blk.nr)
+        jcs, ics = -(-cols // blk.nc), -(-g.m // blk.mc)
+        a_panel = -(-g.m // blk.mr) * blk.mr  # packed A per k and column block
+        b_panel = -(-cols // blk.nr) * blk.nr  # packed B per k and pass over it
+        if jcs * a_panel + count * ics * b_panel >= count * (jcs * a_panel + b_panel):
+            b_only = []
+    keep = [d for d in g.outer if d not in a_only and d not in b_only]
+    return Placement(keep, a_only, b_only)
+
+
+GATHER_GAIN = 1.25
+"""How many times fewer padded columns gathering them must give (`gather_columns`)."""
+
+
+def gather_columns(g: Contraction, blk: Blocking, threads: int, *, lanes: int, acc: int,
+                   l1: int, l2: int, nv: int = 0, mr: int = 0, kc: int = 0
+                   ) -> tuple[Contraction, Blocking] | None:
+    """`g` with its outer dims made columns, when none of them indexes A and C has
+    few columns per outer index: a deep convolution layer's 2 x 2 images give 4
+    columns per image, and every MR x NR tile (NR = 16 or more) would be mostly padding.
+    Columns then span the batch (B, the images, is addressed through its column table
+    as before), and since C's columns are no longer contiguous (C is [n, rows, cols]),
+    the GEMM works on a contiguous M x N copy of C in the scratch, copied in (unless C
+    was zero-filled) and back by each task for its column range. Taken when that makes
+    `GATHER_GAIN` times fewer padded columns, and only without an epilogue (the caller
+    checks) or split-K (`_task_split`). The blocking is chosen for the new N, with
+    vectors per tile cut until there are column panels for every thread. Each element
+    of C still sums the same k blocks in the same order, from the same start."""
+    if not g.outer or any(d in g.a.coef for d in g.outer):
+        return None
+    row_stride = g.c.stride(g.rows, g.sizes)
+    if row_stride is None:
+        return None
+    count = prod(g.sizes[d] for d in g.outer)
+    cols = [*g.outer, *g.cols]
+    coef: dict[int, int] = {}
+    step = 1
+    for d in reversed([*g.rows, *cols]):  # the copy is [rows, cols], row-major
+        coef[d] = step
+        step *= g.sizes[d]
+    g2 = Contraction(g.sizes, [], list(g.rows), cols, list(g.red), g.a, g.b,
+                     _Operand(coef, 0), g.a_value, g.b_value, g.c_value, list(g.out_dims),
+                     Gather(g.c, row_stride))
+    if not nv:
+        nv = max(1, min(4 if acc >= 24 else 2, -(-g2.n // lanes)))
+        while nv > 1 and -(-g2.n // (nv * lanes)) < threads:
+            nv -= 1
+    blk2 = choose_blocking(g2.m, g2.n, g2.k, lanes=lanes, acc=acc, l1=l1, l2=l2, nv=nv,
+                           mr=mr, kc=kc)
+    before = count * (-(-g.n // blk.nr) * blk.nr)
+    after = -(-g2.n // blk2.nr) * blk2.nr
+    if before < GATHER_GAIN * after:
+        return None
+    return g2, blk2
 
 
 def _c_arg_index(fn: func.FuncOp, generic: linalg.GenericOp) -> int | None:
@@ -1091,8 +1252,13 @@ class FrameGemm(ModulePass):
         scratch_of: dict[str, int] = {}
         micros: dict[str, func.FuncOp] = {}
         for fn, generic, g, epi in plans:
-            blk = choose_blocking(g.m, g.n, g.k, lanes=self.lanes, acc=self.acc, l1=self.l1,
-                                  l2=self.l2, nv=self.nv, mr=self.mr, kc=self.kc)
+            knobs = {"lanes": self.lanes, "acc": self.acc, "l1": self.l1, "l2": self.l2,
+                     "nv": self.nv, "mr": self.mr, "kc": self.kc}
+            blk = choose_blocking(g.m, g.n, g.k, **knobs)
+            gathered = gather_columns(g, blk, max(1, self.threads), **knobs) \
+                if epi is None else None
+            if gathered is not None:
+                g, blk = gathered
             split = _task_split(g, blk, max(1, self.threads))
             scratch = _Scratch.of(g, blk, split)
             nbytes = scratch.nbytes

@@ -55,11 +55,11 @@ builtin.module {
 // CHECK:           %[[TILE:.*]] = memref.view %[[WS]]
 // CHECK:           %[[TD:.*]] = "memref.cast"(%[[TILE]]) : (memref<16xf32>) -> memref<?xf32>
 // Packing B: panels of NR = 8 columns, zero past the last column.
-// CHECK:           memref.load %[[BF]]
+// CHECK:           memref.load %[[BF]][
 // CHECK:           arith.select
 // CHECK:           memref.store {{.*}}, %[[BP]]
 // Packing A: panels of MR = 2 rows.
-// CHECK:           memref.load %[[AF]]
+// CHECK:           memref.load %[[AF]][
 // CHECK:           memref.store {{.*}}, %[[AP]]
 // A full tile runs the micro-kernel on C itself (row stride 8 = N).
 // CHECK:           scf.if
@@ -92,8 +92,11 @@ builtin.module {
 // The input gradient of a 2-D convolution in gather form: dx[n, c, i, j] +=
 // wf[c, o, kh, kw] * dyd[n, o, i + kh, j + kw]. The columns (i, j) and the reduction
 // (o, kh, kw) address dyd with no single stride, so the pass fills offset tables (i32)
-// in the scratch; the batch dim n is an outer loop. With two threads the 16 columns
-// split into two tasks of one 8-wide panel each.
+// in the scratch. The batch dim n is an outer loop; it indexes dyd (B) but not the
+// weights (A), so it runs inside the row blocks, after A's block is packed: the weights
+// are packed once per (jc, pc, ic) block whatever the batch, dyd's panel once per n.
+// With two threads the two tasks take one image each: with one n per task there is
+// nothing to save, and the n loop stays outside (B packed once, before the row blocks).
 
 builtin.module {
   func.func private @k(%w: memref<2x2x2x2xf32>, %y: memref<2x2x5x5xf32>, %x: memref<2x2x4x4xf32>) {
@@ -112,19 +115,140 @@ builtin.module {
 
 // CHECK-LABEL: func.func private @frame_gemm_micro_
 // CHECK-LABEL: func.func private @k(
+// CHECK-SAME:    %[[W:[^:]*]]: memref<2x2x2x2xf32>, %[[Y:[^:]*]]: memref<2x2x5x5xf32>
+// CHECK:         %[[WF:.*]] = memref.collapse_shape %[[W]]
+// CHECK:         %[[YF:.*]] = memref.collapse_shape %[[Y]]
 // CHECK:         scf.for
 // CHECK:           %[[TN:.*]] = memref.view {{.*}} to memref<16xi32>
 // CHECK:           arith.remui
 // CHECK:           arith.index_cast {{.*}} : index to i32
 // CHECK:           memref.store {{.*}}, %[[TN]]
 // CHECK:           %[[TK:.*]] = memref.view {{.*}} to memref<8xi32>
-// CHECK:           scf.for %[[N:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK-DAG:         memref.load %[[TK]]
-// CHECK-DAG:         memref.load %[[TN]]
-// CHECK-DAG:         arith.index_cast {{.*}} : i32 to index
-// CHECK:             func.call @frame_gemm_micro_
+// CHECK:           memref.store {{.*}}, %[[TK]]
+// jc, pc, ic; A's block (the weights) packed in the ic loop, before the batch loop:
+// CHECK:           scf.for %[[JC:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:             scf.for %[[PC:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:               scf.for %[[IC:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NOT:             memref.load %[[YF]][
+// CHECK:                 memref.load %[[WF]][
+// CHECK-NOT:             memref.load %[[YF]][
+// CHECK:                 scf.for %[[N:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// B's panel (dyd through its tables) per image, then the tiles:
+// CHECK-DAG:               memref.load %[[TK]]
+// CHECK-DAG:               memref.load %[[TN]]
+// CHECK-DAG:               arith.index_cast {{.*}} : i32 to index
+// CHECK:                   memref.load %[[YF]][
+// CHECK-NOT:               memref.load %[[WF]][
+// CHECK:                   func.call @frame_gemm_micro_
 // TWO-LABEL: func.func private @k(
+// TWO-SAME:    %[[W:[^:]*]]: memref<2x2x2x2xf32>, %[[Y:[^:]*]]: memref<2x2x5x5xf32>
+// TWO:         %[[WF:.*]] = memref.collapse_shape %[[W]]
+// TWO:         %[[YF:.*]] = memref.collapse_shape %[[Y]]
+// TWO:           memref.store {{.*}} : memref<8xi32>
+// TWO:           scf.for %[[N:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// TWO-NEXT:        scf.for %[[JC:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// TWO:               scf.for %[[PC:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// TWO:                 memref.load %[[YF]][
+// TWO:                 memref.load %[[WF]][
+// TWO:                 func.call @frame_gemm_micro_
 // TWO:         } {frame.parallel}
+
+// -----
+
+// A batched product with a B shared along one of the batch dims: c[p, q, i, j] +=
+// a[p, q, i, k] * b[q, k, j]. Both p and q are outer dims (q indexes both inputs and
+// stays outside); p does not index B, so it runs inside the k blocks, after B's
+// panel is packed: B is packed once per (q, jc, pc) block instead of once per p too.
+
+builtin.module {
+  func.func private @k(%a: memref<2x2x3x4xf32>, %b: memref<2x4x8xf32>, %c: memref<2x2x3x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d1, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<2x2x3x4xf32>, memref<2x4x8xf32>) outs(%c : memref<2x2x3x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func @f(%a: memref<2x2x3x4xf32>, %b: memref<2x4x8xf32>, %c: memref<2x2x3x8xf32>, %arena: memref<64xi8> {frame.arena}) attributes {frame.arena_size = 64 : i64} {
+    func.call @k(%a, %b, %c) : (memref<2x2x3x4xf32>, memref<2x4x8xf32>, memref<2x2x3x8xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-LABEL: func.func private @k(
+// CHECK-SAME:    %[[A:[^:]*]]: memref<2x2x3x4xf32>, %[[B:[^:]*]]: memref<2x4x8xf32>
+// CHECK:         %[[AF:.*]] = memref.collapse_shape %[[A]]
+// CHECK:         %[[BF:.*]] = memref.collapse_shape %[[B]]
+// In the task: q, jc, pc, B's panel, then p, ic, A's block and the tiles:
+// CHECK:         scf.for
+// CHECK:           scf.for %[[Q:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:        scf.for %[[JC:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:               scf.for %[[PC:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NOT:             memref.load %[[AF]][
+// CHECK:                 memref.load %[[BF]][
+// CHECK-NOT:             memref.load %[[AF]][
+// CHECK:                 scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NOT:               memref.load
+// CHECK:                   scf.for %[[IC:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:                     memref.load %[[AF]][
+// CHECK-NOT:                 memref.load %[[BF]][
+// CHECK:                     func.call @frame_gemm_micro_
+// CHECK-LABEL: func.func @f(
+// TWO-LABEL: func.func private @k(
+// TWO-LABEL: func.func @f(
+
+// -----
+
+// A product whose batch dim b indexes B only, with few columns per b: c[b, i, j] +=
+// a[i, k] * bb[b, k, j], 2 columns each. Per b, every 8-wide tile would be mostly
+// padding, so the columns span the batch (8 = 4 x 2, B's column table over (b, j)) and
+// the GEMM works on a contiguous 6 x 8 copy of C in the scratch: copied in (C was not
+// zero-filled) through C's column table, the tiles on it (row stride 8), copied back.
+// With two threads, the 8 columns are two 4-wide panels, one task each.
+
+builtin.module {
+  func.func private @k(%a: memref<6x5xf32>, %b: memref<4x5x2xf32>, %c: memref<4x6x2xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"], doc = "frame.matmul"} ins(%a, %b : memref<6x5xf32>, memref<4x5x2xf32>) outs(%c : memref<4x6x2xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func @f(%a: memref<6x5xf32>, %b: memref<4x5x2xf32>, %c: memref<4x6x2xf32>, %arena: memref<64xi8> {frame.arena}) attributes {frame.arena_size = 64 : i64} {
+    func.call @k(%a, %b, %c) : (memref<6x5xf32>, memref<4x5x2xf32>, memref<4x6x2xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-LABEL: func.func private @k(
+// CHECK-SAME:    %[[C:[^:]*]]: memref<4x6x2xf32>, %[[WS:[^:]*]]: memref<{{[0-9]+}}xi8>)
+// CHECK:         %[[CF:.*]] = memref.collapse_shape %[[C]]
+// CHECK:         %[[CC:.*]] = memref.view %[[WS]][%{{.*}}][] : memref<{{[0-9]+}}xi8> to memref<48xf32>
+// CHECK:         %[[CCD:.*]] = "memref.cast"(%[[CC]]) : (memref<48xf32>) -> memref<?xf32>
+// CHECK:         scf.for
+// CHECK:           %[[TB:.*]] = memref.view {{.*}} to memref<8xi32>
+// CHECK:           %[[TC:.*]] = memref.view {{.*}} to memref<8xi32>
+// CHECK:           scf.for
+// CHECK:             scf.for
+// CHECK:               memref.load %[[TC]]
+// CHECK:               %[[IN:.*]] = memref.load %[[CF]][
+// CHECK:               memref.store %[[IN]], %[[CC]][
+// CHECK-NOT:       memref.load %[[CF]][
+// CHECK:           scf.for %[[JC:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:             memref.load %[[TB]]
+// CHECK:             func.call @frame_gemm_micro_2x8_p2x8_f32x4(%{{.*}}, %{{.*}}, %[[CCD]],
+// CHECK:           scf.for
+// CHECK:             scf.for
+// CHECK:               memref.load %[[TC]]
+// CHECK:               %[[OUT:.*]] = memref.load %[[CC]][
+// CHECK:               memref.store %[[OUT]], %[[CF]][
+// CHECK-LABEL: func.func @f(
+// TWO-LABEL: func.func private @k(
+// TWO:         memref.view {{.*}} to memref<48xf32>
+// TWO:         func.call @frame_gemm_micro_4x4_p4x4_f32x4(
+// TWO:         } {frame.parallel}
+// TWO-LABEL: func.func @f(
 
 // -----
 
