@@ -1,6 +1,6 @@
 """The PyTorch oracle of the dlprimitives network format (torch_network.py), checked.
 
-* every operator against the dlprimitives conformance cases (shared/dlprim/cases): each
+* every operator against the dlprimitives conformance cases (dlprim_cases/): each
   stored case's forward outputs, input and parameter gradients (the case's `out_diffs`
   fed back) and BatchNorm running statistics, under the harness's tolerance; output
   shapes and parameter layouts for every case, stored values or not;
@@ -36,8 +36,8 @@ NETWORKS = ROOT / "testdata" / "networks"
 
 
 def _cases_dir() -> Path | None:
-    candidates = [os.environ.get("DLPRIM_CASES"), ROOT / "shared" / "dlprim" / "cases",
-                  ROOT.parent / "shared" / "dlprim" / "cases"]
+    """The vendored cases (tests/network/dlprim_cases), or $DLPRIM_CASES."""
+    candidates = [os.environ.get("DLPRIM_CASES"), Path(__file__).parent / "dlprim_cases"]
     for c in candidates:
         if c and Path(c).is_dir() and any(Path(c).glob("test_case_*.json.gz")):
             return Path(c)
