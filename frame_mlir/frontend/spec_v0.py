@@ -156,8 +156,10 @@ def _decode(text: str, source: str) -> tuple[Any, list[Diagnostic]]:
     return doc, []
 
 
-def _json_level_errors(doc: Any) -> list[Diagnostic]:
-    """Non-finite numbers and duplicate keys anywhere in ``doc`` (iterative: depth is unbounded)."""
+def json_value_errors(doc: Any) -> list[Diagnostic]:
+    """``JSON-001``: non-finite numbers and duplicate keys anywhere in ``doc`` (iterative:
+    depth is unbounded); a document from :func:`decode_document` with ``values=False``,
+    or a dict built in Python, may hold them."""
     diags: list[Diagnostic] = []
     stack: list[tuple[Any, tuple[Part, ...]]] = [(doc, ())]
     while stack:
@@ -770,7 +772,7 @@ def validate(doc: object) -> list[Diagnostic]:
 
     ``doc`` is what ``json.loads`` gives (dicts, lists, str, int, float, bool, None).
     """
-    json_errors = _json_level_errors(doc)
+    json_errors = json_value_errors(doc)
     if json_errors:
         return _finish(doc, json_errors)
     if not isinstance(doc, dict):
@@ -951,12 +953,6 @@ def read_document(path: str | Path) -> tuple[str, str]:
     return text, source
 
 
-def json_value_errors(doc: Any) -> list[Diagnostic]:
-    """``JSON-001`` diagnostics of duplicate keys and non-finite numbers in a document
-    parsed by :func:`decode_document` with ``values=False``."""
-    return _json_level_errors(doc)
-
-
 def decode_document(text: str, source: str, values: bool = True) -> Any:
     """Parse ``text`` as strict JSON: no syntax error and, with `values`, no duplicate
     keys nor non-finite numbers (without it, those are left for `validate`, which
@@ -967,7 +963,7 @@ def decode_document(text: str, source: str, values: bool = True) -> Any:
     """
     doc, diags = _decode(text, source)
     if not diags and values:
-        diags = _json_level_errors(doc)
+        diags = json_value_errors(doc)
     if diags:
         raise SpecError(diags, source)
     return doc

@@ -274,13 +274,13 @@ class Network:
         return out
 
     # -- compiled functions -------------------------------------------------------------
-    def _compile(self, fns: list[Any], lr: None = None) -> Executable:
+    def _compile(self, fns: list[Any]) -> Executable:
         from xdsl.dialects import builtin
 
         from frame_mlir.runtime.executable import compile_module
 
         module = builtin.ModuleOp(list(fns))
-        return compile_module(module, lr=lr, options=self.options, after_pass=self.after_pass,
+        return compile_module(module, lr=None, options=self.options, after_pass=self.after_pass,
                               cache=self.cache)
 
     def _train(self) -> tuple[BuiltFunction, _Bound, _Bound | None]:
@@ -306,8 +306,21 @@ class Network:
         built, bound, _ = self._compiled["test"]
         return built, bound
 
+    def compile(self, test_mode: bool = False) -> None:
+        """Compile the training function and its gradient now (and, with `test_mode`,
+        the test-mode function) rather than at their first use."""
+        self._train()
+        if test_mode:
+            self._test()
+
     def _outputs(self, built: BuiltFunction, bound: _Bound) -> dict[str, np.ndarray]:
         return {name: bound.outputs[i].copy() for i, name in enumerate(built.outputs)}
+
+    def _gradient_buffers(self, built: BuiltFunction, grad: _Bound) -> list[np.ndarray]:
+        """The gradient function's out-buffers of the trainable parameters' gradients:
+        its results are the outputs, the loss, the statistics, then the gradients."""
+        first = len(built.outputs) + 1 + len(built.stats)
+        return [grad.outputs[first + k] for k in range(len(self.trainable))]
 
     def forward(self, feed: Mapping[str, Any], test_mode: bool = True
                 ) -> dict[str, np.ndarray]:
@@ -329,10 +342,9 @@ class Network:
         mode, without updating parameters -- nor the BatchNorm running statistics unless
         `update_statistics`."""
         built, grad = self._grad_call(feed, update_statistics)
-        outs = self._outputs(built, grad)
-        n = len(built.outputs) + 1 + len(built.stats)
-        grads = {name: grad.outputs[n + k].copy() for k, name in enumerate(self.trainable)}
-        return outs, grads
+        grads = self._gradient_buffers(built, grad)
+        return self._outputs(built, grad), {
+            name: g.copy() for name, g in zip(self.trainable, grads, strict=True)}
 
     def _grad_call(self, feed: Mapping[str, Any], update_statistics: bool
                    ) -> tuple[BuiltFunction, _Bound]:
@@ -387,9 +399,8 @@ class Trainer:
         self.t += 1
         for buf, v in zip(self._hyper, self.solver.hyper(self.t), strict=True):
             buf[()] = v
-        n = len(built.outputs) + 1 + len(built.stats)
         names = net.trainable
-        grads = [grad.outputs[n + k] for k in range(len(names))]
+        grads = net._gradient_buffers(built, grad)
         bufs = [*(net._params[p] for p in names), *grads,
                 *(self.state[k][p] for k in self.state for p in names), *self._hyper]
         self._update.call(bufs)

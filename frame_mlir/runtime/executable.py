@@ -293,14 +293,13 @@ class Executable:
 
 
 #: compile_module's default: the cache the environment asks for.
-_ENV_CACHE: Any = object()
-ENV_CACHE = _ENV_CACHE
+ENV_CACHE: Any = object()
 
 
 def compile_module(module: ModuleOp, *, lr: float | None = None, opt_level: int = 3,
                    after_pass: Callable[[ModulePass, ModuleOp], None] | None = None,
                    options: CompileOptions | None = None,
-                   cache: CompileCache | None = _ENV_CACHE) -> Executable:
+                   cache: CompileCache | None = ENV_CACHE) -> Executable:
     """Run the shared pipeline on a frame module (in place) and JIT-compile it.
 
     `lr` fuses SGD into `@f_train_step`; without it `@f_grad` returns gradients.
@@ -309,7 +308,7 @@ def compile_module(module: ModuleOp, *, lr: float | None = None, opt_level: int 
     """
     from frame_mlir.passes.pipeline import run_pipeline
 
-    if cache is _ENV_CACHE:
+    if cache is ENV_CACHE:
         from frame_mlir.backend.llvm.cache import CompileCache
 
         cache = CompileCache.from_env()

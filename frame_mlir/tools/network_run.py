@@ -163,7 +163,7 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     if pair is not None and not any(o.value == pair[0] for o in spec.outputs):
         # the scores become one more output, so the test graph returns them
         spec = dataclasses.replace(spec, outputs=(
-            *spec.outputs, OutputSpec(f"{pair[0]}", pair[0], None)))
+            *spec.outputs, OutputSpec(pair[0], pair[0], None)))
     net: Network = Network(spec, seed=seed, options=options,
                            **({} if use_cache else {"cache": None}))
     if print_ir_after_all:
@@ -183,9 +183,7 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
         solver = Adam(lr0, weight_decay=wd)
     t0 = time.perf_counter()
     trainer = net.trainer(solver)
-    net._train()
-    if data.held_out is not None and pair is not None:
-        net._test()
+    net.compile(test_mode=data.held_out is not None and pair is not None)
     compile_seconds = time.perf_counter() - t0
     weights = {o.name: o.loss_weight for o in spec.losses}
     epochs = args.epochs or 1

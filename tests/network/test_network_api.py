@@ -56,26 +56,9 @@ def assert_close(ours: np.ndarray, ref: Any, what: str) -> None:
     assert err <= bound, f"{what}: max |ours - torch| {err:.3g} > {bound:.3g}"
 
 
-class Torch64(TorchNetwork):
-    """The oracle in float64: float inputs are fed as float64 (TorchNetwork.forward
-    casts them to float32), the module converted with `.double()`."""
-
-    def forward(self, feed: Mapping[str, Any], test_mode: bool = False
-                ) -> dict[str, torch.Tensor]:
-        env: dict[str, torch.Tensor] = {}
-        for spec in self.inputs:
-            v = torch.as_tensor(np.asarray(feed[spec["name"]]))
-            env[spec["name"]] = v.double() if spec["dtype"] == "float" else v.long()
-        for op, pnames in zip(self.operators, self._op_params, strict=True):
-            ins = [env[t] for t in op.get("inputs", [])]
-            outs = self._run_op(op, ins, [self.param(p) for p in pnames], test_mode)
-            for t, v in zip(op["outputs"], outs, strict=True):
-                env[t] = v
-        return env
-
-
-def oracle(doc: Mapping[str, Any], params: Mapping[str, np.ndarray]) -> Torch64:
-    return Torch64(copy.deepcopy(doc), params).double()
+def oracle(doc: Mapping[str, Any], params: Mapping[str, np.ndarray]) -> TorchNetwork:
+    """The oracle in float64 (its forward feeds float inputs in the parameters' dtype)."""
+    return TorchNetwork(copy.deepcopy(doc), params).double()
 
 
 # --------------------------------------------------------------------------- LeNet
@@ -284,7 +267,7 @@ def test_small_forward_test_mode_running_statistics(small: Any) -> None:
 
 
 def _train_and_compare(trainer: fnet.Trainer, p0: Mapping[str, np.ndarray],
-                       ref_solver: Any, tn: Torch64, lrs: list[float] | None = None
+                       ref_solver: Any, tn: TorchNetwork, lrs: list[float] | None = None
                        ) -> None:
     """5 steps of `trainer` and of `ref_solver` on the oracle `tn`, compared: each
     step's outputs (before its update), then every parameter and running statistic."""
@@ -316,7 +299,7 @@ def test_sgd_dlprim_momentum_weight_decay_and_lr_changes(small: Any,
                                                           ) -> None:
     net, p0 = small
     reset(net, p0)
-    net._train()  # compiled before the trainer, as for any step
+    net.compile()  # before the trainer, so the steps below compile nothing
     solver = fnet.SGD(0.1, momentum=0.9, weight_decay=1e-2)
     tn = oracle(SMALL, p0)
     ref = torch_solver("sgd", tn.trainable(), lr=0.1, momentum=0.9, weight_decay=1e-2,

@@ -322,7 +322,10 @@ class TorchNetwork(torch.nn.Module):
 
     def forward(self, feed: Mapping[str, torch.Tensor], test_mode: bool = False
                 ) -> dict[str, torch.Tensor]:
-        """Every tensor of the network by name (inputs included; in-place rebinds)."""
+        """Every tensor of the network by name (inputs included; in-place rebinds).
+        Float inputs take the parameters' dtype: float32, or float64 after `.double()`."""
+        dtype = next((t.dtype for t in (*self.parameters(), *self.buffers())
+                      if t.is_floating_point()), torch.float32)
         env: dict[str, torch.Tensor] = {}
         for spec in self.inputs:
             name = spec["name"]
@@ -332,7 +335,7 @@ class TorchNetwork(torch.nn.Module):
             if not isinstance(value, torch.Tensor):
                 value = torch.as_tensor(np.asarray(value))
             if spec["dtype"] == "float":
-                value = value.to(torch.float32)
+                value = value.to(dtype)
             env[name] = value
         for op, pnames in zip(self.operators, self._op_params, strict=True):
             ins = [env[t] for t in op.get("inputs", [])]

@@ -333,7 +333,7 @@ def network_from_doc(doc: object, source: str = "<dict>", name: str = "network",
     diags = [d for e in sorted(_validator().iter_errors(doc), key=lambda e: list(
         map(str, e.absolute_path))) for d in _schema_diagnostics(e, doc)]
     if diags:
-        raise SpecError(_unique(diags), source)
+        raise SpecError(list(dict.fromkeys(diags)), source)  # sub-schemas repeat some
     spec, diags = _graph(doc, name, source)
     if diags:
         raise SpecError(diags, source)
@@ -343,11 +343,6 @@ def network_from_doc(doc: object, source: str = "<dict>", name: str = "network",
 
         check_network(spec)
     return spec
-
-
-def _unique(diags: list[Diagnostic]) -> list[Diagnostic]:
-    seen: set[Diagnostic] = set()
-    return [d for d in diags if not (d in seen or seen.add(d))]  # type: ignore[func-returns-value]
 
 
 def _stem(path: str | Path) -> str:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from xdsl.dialects import builtin, func
@@ -126,14 +125,21 @@ class _Builder:
     def emit(self, op: Operation) -> SSAValue:
         return self.g.emit(op)
 
-    def param(self, index: int, shape: Sequence[int], init: tuple[str, float],
-              trainable: bool = True) -> SSAValue:
-        """The operator's parameter #index (named `<op>.<index>` unless `params` names
-        it; a name used twice is one shared tensor)."""
+    def param_name(self, index: int) -> str:
+        """The name of the current operator's parameter #index: `<op>.<index>` unless
+        the operator's `params` names it."""
         op = self.op
         assert op is not None
-        name = op.params[index] if index < len(op.params) and op.params[index] else \
+        return op.params[index] if index < len(op.params) and op.params[index] else \
             f"{op.name}.{index}"
+
+    def param(self, index: int, shape: Sequence[int], init: tuple[str, float],
+              trainable: bool = True) -> SSAValue:
+        """The operator's parameter #index (see `param_name`; a name used twice is one
+        shared tensor)."""
+        op = self.op
+        assert op is not None
+        name = self.param_name(index)
         trainable = trainable and not op.frozen
         shape = tuple(int(d) for d in shape)
         known = self.params.get(name)
@@ -449,10 +455,9 @@ def _batch_norm(b: _Builder, op: OperatorSpec, xs: list[SSAValue]) -> list[SSAVa
         return [b.emit(frame.BatchNormInferenceOp(x, gamma, beta, mean, var, eps, 1))]
     y = b.emit(frame.BatchNormOp(x, gamma, beta, eps, 1))
     m = float(o["momentum"])
-    for value, which in ((mean, "mean"), (var, "var")):
-        new = b.emit(frame.BatchNormStatsOp(x, value, m, which, 1))
-        name = next(n for n, v in b.param_values.items() if v is value)
-        b.stats.append((name, new))
+    for index, value, which in ((0, mean, "mean"), (1, var, "var")):
+        b.stats.append((b.param_name(index), b.emit(frame.BatchNormStatsOp(x, value, m,
+                                                                         which, 1))))
     return [y]
 
 
@@ -675,11 +680,6 @@ def check_network(spec: NetworkSpec) -> None:
     build_function(spec, "train")
 
 
-def parameter_infos(spec: NetworkSpec) -> list[ParamInfo]:
-    """Every parameter and running statistic, in the order operators declare them."""
-    return build_function(spec, "train").params
-
-
 def initial_values(params: Sequence[ParamInfo], seed: int) -> dict[str, np.ndarray]:
     """dlprimitives' default initialisation (README): uniform draws in declaration
     order from one seeded stream (numpy's Philox; the reference uses Philox-4x32-10
@@ -694,7 +694,3 @@ def initial_values(params: Sequence[ParamInfo], seed: int) -> dict[str, np.ndarr
         else:
             out[p.name] = np.full(p.shape, v, dtype=np.float32)
     return out
-
-
-def stable(values: dict[str, Any]) -> dict[str, Any]:  # pragma: no cover - helper
-    return dict(values)
