@@ -1,7 +1,8 @@
 """convert-vector-to-llvm: lower the `vector` ops of explicit SIMD kernels to LLVM.
 
 Expects: `vector.load` / `vector.store` on statically shaped, identity-layout memrefs
-of any rank, `vector.broadcast` of a scalar, `vector.fma`, all on 1-D fixed-size
+of any rank, `vector.broadcast` of a scalar, `vector.fma`, `vector.shuffle`, all on 1-D
+fixed-size
 vectors (`vector<16xf32>`, ...).
 Does:
 - `vector.load %m[%i, %j] : memref<AxBxf32>, vector<Lxf32>` (and `vector.store`)
@@ -12,7 +13,9 @@ Does:
   an undef vector + `llvm.shufflevector` with an all-zero mask (the splat LLVM
   recognises; moves bits, so -0.0 and NaN payloads are kept);
 - `vector.fma %a, %b, %c` -> `llvm.intr.fma` on the vector type (one rounding per
-  lane; `llvm.fma.v16f32`).
+  lane; `llvm.fma.v16f32`);
+- `vector.shuffle %a, %b [i, ...]` of 1-D vectors -> `llvm.shufflevector` with the same
+  mask (frame-gemm's in-register transposes).
 Guarantees: vector loads and stores carry the element's alignment (4 for f32), never
 the vector's: memref offsets are only element-aligned (arena buffers start 64-byte
 aligned, but the indices are arbitrary), and an access LLVM believed vector-aligned
@@ -108,9 +111,24 @@ class LowerFma(RewritePattern):
         rewriter.replace(op, [llvm.FMAOp(a, b, c)])
 
 
+class LowerShuffle(RewritePattern):
+    """`vector.shuffle` of two 1-D vectors -> `llvm.shufflevector` with the same mask."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: vector.ShuffleOp, rewriter: PatternRewriter, /) -> None:
+        for v in (op.v1, op.v2, op.result):
+            _lanes(op, v.type)
+        a, b = (to_llvm(rewriter, v) for v in (op.v1, op.v2))
+        typ = llvm_type(op.result.type)
+        mask = DenseArrayBase.from_list(i32, list(op.mask.get_values()))
+        shuffle = llvm.ShuffleVectorOp(a, b, mask, typ)
+        ops: list[Operation] = [shuffle]
+        rewriter.replace(op, ops, [cast_back(ops, shuffle.res, op.result.type)])
+
+
 @dataclass(frozen=True)
 class ConvertVectorToLLVMPass(ModulePass):
-    """Lower vector.load / store / broadcast / fma to the llvm dialect (see the module
+    """Lower vector.load / store / broadcast / fma / shuffle to the llvm dialect (see the module
     docstring for what is expected and guaranteed). Other vector ops are left unchanged
     for the legality check to report."""
 
@@ -118,7 +136,8 @@ class ConvertVectorToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns = GreedyRewritePatternApplier(
-            [LowerVectorLoad(), LowerVectorStore(), LowerBroadcast(), LowerFma()],
+            [LowerVectorLoad(), LowerVectorStore(), LowerBroadcast(), LowerFma(),
+             LowerShuffle()],
             dce_enabled=False,
         )
         PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)

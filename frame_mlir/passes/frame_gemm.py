@@ -33,6 +33,11 @@ has few columns per outer index (a deep convolution layer's 2 x 2 images: 4 colu
 they become columns instead (`gather_columns`): the GEMM runs on a contiguous copy of
 C in the scratch, whose tiles are then full.
 
+Packing is skipped where it costs more than it saves: an A that needs no offset table
+and would meet few B vectors is read in place by micro-kernels with its strides built in
+(`_direct_a`); a B whose columns go through a table but run contiguously along an image
+row is copied a vector per run (`_run_width`).
+
 The micro-kernel keeps MR x NR/L accumulators in `vector<Lxf32>` registers across the
 k loop (one `vector.fma` per accumulator and k, B read as NR/L vector loads, A as MR
 broadcasts). Tiles on the edges of C go through a zero-padded scratch tile. The packed
@@ -68,6 +73,7 @@ from xdsl.dialects import arith, builtin, func, math, memref, scf, vector
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
+    DenseArrayBase,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -424,6 +430,12 @@ class _Ir:
             return x
         return self.ins(arith.SubiOp(self.idx(x), self.idx(y))).results[0]
 
+    def floor(self, x: Index, c: int) -> Index:
+        """x rounded down to a multiple of the power of two c (x >= 0)."""
+        if isinstance(x, int):
+            return x - x % c
+        return self.ins(arith.AndIOp(x, self.idx(-c))).results[0]
+
     def min(self, x: Index, y: Index) -> Index:
         if isinstance(x, int) and isinstance(y, int):
             return min(x, y)
@@ -488,11 +500,16 @@ def _dynamic(ir: _Ir, value: SSAValue) -> SSAValue:
     return ir.ins(memref.CastOp.get(value, DYNAMIC_F32)).results[0]
 
 
-def micro_name(rows: int, nv: int, lanes: int, mr: int, nr: int) -> str:
-    return f"frame_gemm_micro_{rows}x{nv * lanes}_p{mr}x{nr}_f32x{lanes}"
+def micro_name(rows: int, nv: int, lanes: int, mr: int, nr: int,
+               a_strides: tuple[int, int] | None = None) -> str:
+    name = f"frame_gemm_micro_{rows}x{nv * lanes}_p{mr}x{nr}_f32x{lanes}"
+    if a_strides is not None and a_strides != (1, mr):
+        name += f"_a{a_strides[0]}x{a_strides[1]}"
+    return name
 
 
-def micro_kernel(rows: int, nv: int, lanes: int, mr: int, nr: int) -> func.FuncOp:
+def micro_kernel(rows: int, nv: int, lanes: int, mr: int, nr: int,
+                 a_strides: tuple[int, int] | None = None) -> func.FuncOp:
     """The register micro-kernel shared by every GEMM of one tile shape: `rows` rows by
     `nv` vectors of `lanes` columns, reading A panels of stride MR and B panels of
     stride NR (edge kernels have fewer rows or vectors than the panels are wide):
@@ -503,10 +520,15 @@ def micro_kernel(rows: int, nv: int, lanes: int, mr: int, nr: int) -> func.FuncO
                        acc[r][v] = fma(broadcast(ap[pa + k*MR + r]), b[v], acc[r][v])
           c[c_at + r*ldc + v*L : +L] = acc[r][v]
 
+    With `a_strides` = (row stride, k stride) A is read where it lies instead
+    (`ap[pa + r*rs + k*ks]`, see `_direct_a`); the strides are constants of the kernel,
+    so the MR row addresses are one register plus fixed displacements.
+
     `zero` starts from zero instead of C (the first k block of a GEMM whose C was only
     zero-filled: the fill is dropped). One function per module and tile shape keeps the
     lowered IR (and the compile) small; LLVM inlines it where that pays.
     """
+    a_rs, a_ks = a_strides if a_strides is not None else (1, mr)
     vt = VectorType(f32, [lanes])
     block = Block(arg_types=[DYNAMIC_F32] * 3 + [IndexType()] * 6)
     ap, bp, cm, pa, pb, c_at, ldc, kc, zero = block.args
@@ -528,10 +550,11 @@ def micro_kernel(rows: int, nv: int, lanes: int, mr: int, nr: int) -> func.FuncO
         b_at = ir.add(pb, ir.mul(kk, nr))
         bs = [ir.ins(vector.LoadOp(bp, [ir.idx(ir.add(b_at, v * lanes))], vt)).results[0]
               for v in range(nv)]
-        a_at = ir.add(pa, ir.mul(kk, mr))
+        a_at = ir.add(pa, ir.mul(kk, a_ks))
         out = []
         for r in range(rows):
-            av = ir.ins(vector.BroadcastOp(ir.load(ap, ir.add(a_at, r)), vt)).results[0]
+            av = ir.ins(vector.BroadcastOp(ir.load(ap, ir.add(a_at, r * a_rs)), vt)
+                        ).results[0]
             out += [ir.ins(vector.FMAOp(av, bs[v], acc[r * nv + v])).results[0]
                     for v in range(nv)]
         return out
@@ -540,7 +563,7 @@ def micro_kernel(rows: int, nv: int, lanes: int, mr: int, nr: int) -> func.FuncO
         for v in range(nv):
             ir.ins(vector.StoreOp(res[r * nv + v], cm, [at[r][v]]))
     ir.ins(func.ReturnOp())
-    return func.FuncOp(micro_name(rows, nv, lanes, mr, nr),
+    return func.FuncOp(micro_name(rows, nv, lanes, mr, nr, a_strides),
                        func.FunctionType.from_lists([a.type for a in block.args], []),
                        Region(block), visibility="private")
 
@@ -561,8 +584,8 @@ class _Scratch:
     gather_floats: int = 0  # m * n with gathered columns, else 0
 
     @staticmethod
-    def of(g: Contraction, blk: Blocking, split: _Split) -> _Scratch:
-        return _Scratch(-(-blk.mc // blk.mr) * blk.mr * blk.kc,
+    def of(g: Contraction, blk: Blocking, split: _Split, pack_a: bool = True) -> _Scratch:
+        return _Scratch(-(-blk.mc // blk.mr) * blk.mr * blk.kc if pack_a else 0,
                         blk.kc * (-(-blk.nc // blk.nr) * blk.nr),
                         blk.mr * blk.nr,
                         sum(prod(g.sizes[d] for d in grp) for _, grp in _tables(g)),
@@ -709,13 +732,16 @@ class _EpilogueCode:
 
 def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAValue,
                scratch: _Scratch, micros: dict[str, func.FuncOp], beta0: bool,
-               epi: Epilogue | None = None, epi_per_tile: bool = True) -> None:
+               epi: Epilogue | None = None, epi_per_tile: bool = True,
+               direct_a: tuple[int, int] | None = None) -> None:
     """Insert the blocked GEMM for `g` at `ir`. Tiles call the shared micro-kernels
     (`micro_kernel`), made on first use into `micros`; with `beta0`, C's prior contents
     are ignored (they were zeros from a fill that the caller drops). With `epi`, each
     tile runs the epilogue on its elements right after its last k block (while the
     tile is in L1) if `epi_per_tile`, else each MC x NC block of C after its last k
-    block, row by row; a split-K GEMM runs it after adding the partial sums."""
+    block, row by row; a split-K GEMM runs it after adding the partial sums. With
+    `direct_a` (A's row and k strides, see `_direct_a`) A is not packed: the
+    micro-kernels read it in place."""
     mr, nr = blk.mr, blk.nr
     m, n, k = g.m, g.n, g.k
     tables = _tables(g)
@@ -727,6 +753,9 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                                       MemRefType(f32, [m * n]))).results[0]
     epi_code = _EpilogueCode(ir, g, epi) if epi is not None else None
     c_dyn = _dynamic(ir, c_flat)
+    a_dyn = _dynamic(ir, a_flat) if direct_a is not None else None
+    b_run = _run_width(g, blk)
+    b_k_run = 0 if b_run else _k_run(g, blk, split)
     zero = ir.ins(arith.ConstantOp(builtin.FloatAttr(0.0, f32))).results[0]
     tasks, per_task = split.tasks, split.per_task
     place = place_outer(g, blk, split)
@@ -849,8 +878,9 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
 
                 def ic_body(ir: _Ir, ivs: dict[int, SSAValue], ic: SSAValue) -> None:
                     mc = ir.min(blk.mc, ir.sub(m, ic))
-                    # A's block, once for every B-only outer index
-                    pack_a(ir, _offset(ir, g.a, ivs), ic, mc, pc, kc)
+                    a0 = _offset(ir, g.a, ivs)
+                    if direct_a is None:  # A's block, once for every B-only outer index
+                        pack_a(ir, a0, ic, mc, pc, kc)
 
                     def block(ir: _Ir, ivs: dict[int, SSAValue]) -> None:
                         if place.b_inner:
@@ -859,7 +889,7 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                         bases = epi_code.bases(ir, ivs) if epi_code is not None else []
                         ir.for_(0, nc, nr, lambda ir, jp, _: ir.for_(
                             0, mc, mr, lambda ir, ip, _: tile_at(
-                                ir, c0, bases, ic, ip, jc, jp, pc, kc)))
+                                ir, c0, bases, a0, ic, ip, jc, jp, pc, kc)))
                         if epi_code is not None and not split.k and not epi_per_tile:
                             # The MC x NC block, row by row (in L2; the rows stream).
                             code = epi_code
@@ -873,17 +903,65 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
 
         def pack(ir: _Ir, src: SSAValue, dst: SSAValue, first: SSAValue, extent: Index,
                  width: int, bound: Index, x0: Index, x_addr: _Addr, k_addr: _Addr,
-                 pc: SSAValue, kc: Index) -> None:
+                 pc: SSAValue, kc: Index, run: int = 0, k_run: int = 0) -> None:
             """Copy rows/columns [first, first + extent) x k in [pc, pc + kc) of an
             operand into panels of `width`: panel p at p * KC * width, element (k, w) at
             k * width + w; zero past `bound`. The loop over the operand's contiguous
-            dim is innermost, so reads stream (A row-major, B transposed: k inner)."""
+            dim is innermost, so reads stream (A row-major, B transposed: k inner).
+            With `run` (see `_run_width`), every aligned group of `run` rows/columns is
+            contiguous in the operand: a panel inside `bound` is copied a vector of
+            `run` floats at a time (an image row of a convolution's window) instead of
+            element by element through the offset table. With `k_run` (see `_k_run`),
+            every aligned group of `k_run` k is contiguous instead: a panel inside
+            `bound` is copied in k_run x k_run blocks, k_run vector loads along k
+            transposed in registers (`_transpose`) into k_run vector stores along the
+            panel's rows; the k that do not fill a group go element by element."""
             last = ir.sub(bound, 1)
             k_inner = k_addr.stride == 1 and x_addr.stride != 1
 
+            def runs(ir: _Ir, p0: SSAValue, dst0: Index) -> None:
+                vt = VectorType(f32, [run])
+
+                def group(ir: _Ir, q: SSAValue, _: Sequence[SSAValue]) -> None:
+                    at = ir.add(x0, x_addr.at(ir, ir.add(first, p0, q)))
+
+                    def copy(ir: _Ir, kk: SSAValue, _: Sequence[SSAValue]) -> None:
+                        v = ir.ins(vector.LoadOp(src, [ir.idx(ir.add(
+                            at, k_addr.at(ir, ir.add(pc, kk))))], vt)).results[0]
+                        ir.ins(vector.StoreOp(v, dst, [ir.idx(ir.add(
+                            dst0, ir.mul(kk, width), q))]))
+                    ir.for_(0, kc, 1, copy)
+                ir.for_(0, width, run, group)
+
+            def blocks(ir: _Ir, p0: SSAValue, dst0: Index) -> None:
+                vt = VectorType(f32, [k_run])
+                k_end = ir.floor(kc, k_run)
+
+                def group(ir: _Ir, kg: SSAValue, _: Sequence[SSAValue]) -> None:
+                    at = ir.add(x0, k_addr.at(ir, ir.add(pc, kg)))
+
+                    def block(ir: _Ir, jb: SSAValue, _: Sequence[SSAValue]) -> None:
+                        rows = [ir.ins(vector.LoadOp(src, [ir.idx(ir.add(at, x_addr.at(
+                            ir, ir.add(first, p0, jb, j))))], vt)).results[0]
+                            for j in range(k_run)]
+                        for t, v in enumerate(_transpose(ir, rows)):
+                            ir.ins(vector.StoreOp(v, dst, [ir.idx(ir.add(
+                                dst0, ir.mul(ir.add(kg, t), width), jb))]))
+                    ir.for_(0, width, k_run, block)
+                ir.for_(0, k_end, k_run, group)
+                elements(ir, p0, dst0, k_end)
+
             def panel(ir: _Ir, p0: SSAValue, _: Sequence[SSAValue]) -> None:
                 dst0 = ir.mul(p0, blk.kc)
+                fast = runs if run else blocks if k_run else None
+                if fast is not None:
+                    inside = ir.le(ir.add(first, p0, width), bound)
+                    ir.if_(inside, lambda ir: fast(ir, p0, dst0),
+                           lambda ir: elements(ir, p0, dst0))
+                else:
+                    elements(ir, p0, dst0)
 
+            def elements(ir: _Ir, p0: SSAValue, dst0: Index, k0: Index = 0) -> None:
                 def along_x(ir: _Ir, w: SSAValue) -> tuple[Index, SSAValue]:
                     x = ir.add(first, p0, w)
                     return x_addr.at(ir, ir.min(x, last)), ir.lt(x, bound)
@@ -897,28 +975,31 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                 if k_inner:
                     def col(ir: _Ir, w: SSAValue, _: Sequence[SSAValue]) -> None:
                         x_off, ok = along_x(ir, w)
-                        ir.for_(0, kc, 1, lambda ir, kk, _: elem(ir, kk, w, x_off, ok))
+                        ir.for_(k0, kc, 1, lambda ir, kk, _: elem(ir, kk, w, x_off, ok))
                     ir.for_(0, width, 1, col)
                 else:
                     def row(ir: _Ir, kk: SSAValue, _: Sequence[SSAValue]) -> None:
                         ir.for_(0, width, 1, lambda ir, w, _: elem(ir, kk, w, *along_x(ir, w)))
-                    ir.for_(0, kc, 1, row)
+                    ir.for_(k0, kc, 1, row)
             ir.for_(0, extent, width, panel)
 
         def pack_b(ir: _Ir, b0: Index, jc: SSAValue, nc: Index, pc: SSAValue,
                    kc: Index) -> None:
-            pack(ir, b_flat, bp, jc, nc, nr, hi, b0, bn, bk, pc, kc)
+            pack(ir, b_flat, bp, jc, nc, nr, hi, b0, bn, bk, pc, kc, b_run, b_k_run)
 
         def pack_a(ir: _Ir, a0: Index, ic: SSAValue, mc: Index, pc: SSAValue,
                    kc: Index) -> None:
             pack(ir, a_flat, ap, ic, mc, mr, m, a0, am, ak, pc, kc)
 
-        def tile_at(ir: _Ir, c0: Index, bases: list[list[Index]], ic: SSAValue,
-                    ip: SSAValue, jc: SSAValue, jp: SSAValue, pc: SSAValue,
+        def tile_at(ir: _Ir, c0: Index, bases: list[list[Index]], a0: Index,
+                    ic: SSAValue, ip: SSAValue, jc: SSAValue, jp: SSAValue, pc: SSAValue,
                     kc: Index) -> None:
             i0 = ir.add(ic, ip)
             j0 = ir.add(jc, jp)
-            pa = ir.mul(ip, blk.kc)
+            if direct_a is None:  # the packed panel
+                pa = ir.mul(ip, blk.kc)
+            else:  # A itself, at row i0 and k pc
+                pa = ir.add(a0, ir.mul(i0, direct_a[0]), ir.mul(pc, direct_a[1]))
             pb = ir.mul(jp, blk.kc)
             c_at = ir.add(c0, ir.mul(i0, n), j0)
             if st.zero_first:  # C was only zero-filled (or is a partial sum): the first
@@ -936,9 +1017,10 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                     call(ir, rows, nv, c_dyn, c_at, n, pa, pb, kc, zero_flag)
                 return body
 
-            def edge(ir: _Ir) -> None:
+            def edge(ir: _Ir, rows: int = mr) -> None:
                 # Copy the valid part of the C tile to a zero-padded MR x NR scratch tile,
-                # run the full micro-kernel on it, copy the valid part back.
+                # run the micro-kernel on it (`rows` rows: an A read in place has no
+                # padding rows), copy the valid part back.
                 def copy(back: bool) -> Callable[[_Ir, SSAValue, Sequence[SSAValue]], None]:
                     def rbody(ir: _Ir, r: SSAValue, _: Sequence[SSAValue]) -> None:
                         def cbody(ir: _Ir, cc: SSAValue, _: Sequence[SSAValue]) -> None:
@@ -957,7 +1039,7 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                         ir.for_(0, nr, 1, cbody)
                     return rbody
                 ir.for_(0, mr, 1, copy(False))
-                call(ir, mr, blk.nv, st.tile_dyn, 0, nr, pa, pb, kc, zero_flag)
+                call(ir, rows, blk.nv, st.tile_dyn, 0, nr, pa, pb, kc, zero_flag)
                 ir.for_(0, mr, 1, copy(True))
 
             # Only the last row panel (m % MR rows) and the last column panel (n % NR
@@ -971,7 +1053,9 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                        lambda ir: ir.if_(full_rows, full, run(mr_rem, blk.nv)),
                        lambda ir: ir.if_(full_rows, run(mr, nv_rem), run(mr_rem, nv_rem)))
             elif mr_rem:
-                ir.if_(full_cols, lambda ir: ir.if_(full_rows, full, run(mr_rem, blk.nv)), edge)
+                ir.if_(full_cols, lambda ir: ir.if_(full_rows, full, run(mr_rem, blk.nv)),
+                       edge if direct_a is None else lambda ir: ir.if_(
+                           full_rows, edge, lambda ir: edge(ir, mr_rem)))
             elif nv_rem:
                 ir.if_(full_rows, lambda ir: ir.if_(full_cols, full, run(mr, nv_rem)), edge)
             else:
@@ -989,10 +1073,11 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
 
         def call(ir: _Ir, rows: int, nv: int, cm: SSAValue, c_at: Index, ldc: int,
                  pa: Index, pb: Index, kc: Index, zero_flag: Index) -> None:
-            name = micro_name(rows, nv, blk.lanes, mr, nr)
+            name = micro_name(rows, nv, blk.lanes, mr, nr, direct_a)
             if name not in micros:
-                micros[name] = micro_kernel(rows, nv, blk.lanes, mr, nr)
-            ir.ins(func.CallOp(name, [st.ap_dyn, st.bp_dyn, cm, *(ir.idx(v) for v in (
+                micros[name] = micro_kernel(rows, nv, blk.lanes, mr, nr, direct_a)
+            a_mem = st.ap_dyn if a_dyn is None else a_dyn
+            ir.ins(func.CallOp(name, [a_mem, st.bp_dyn, cm, *(ir.idx(v) for v in (
                 pa, pb, c_at, ldc, kc, zero_flag))], []))
 
         ir.for_(lo, hi, blk.nc, jc_body)
@@ -1104,6 +1189,80 @@ def place_outer(g: Contraction, blk: Blocking, split: _Split) -> Placement:
             b_only = []
     keep = [d for d in g.outer if d not in a_only and d not in b_only]
     return Placement(keep, a_only, b_only)
+
+
+def _run_width(g: Contraction, blk: Blocking) -> int:
+    """Columns of B that are contiguous in B in every aligned group of this many (0:
+    none): B's columns are addressed through a table (a convolution's output positions,
+    whose rows are apart by the padded width) but its innermost column dim has stride
+    1, so each image row of W columns is one run, and any power of two that divides W
+    (at most a vector) splits runs evenly. Panels start at multiples of NR, so groups
+    never straddle two runs."""
+    if g.b.stride(g.cols, g.sizes) is not None or g.b.coef.get(g.cols[-1]) != 1:
+        return 0
+    width = g.sizes[g.cols[-1]]
+    run = 1
+    while run < blk.lanes and width % (2 * run) == 0 and blk.nr % (2 * run) == 0:
+        run *= 2
+    return run if run > 1 else 0
+
+
+def _k_run(g: Contraction, blk: Blocking, split: _Split) -> int:
+    """k indices of B that are contiguous in B in every aligned group of this many (0:
+    none, or too few to pay): B's innermost reduction dim has stride 1 (a stride-1
+    convolution's weight gradient sums over image rows; `X * W^T` reads W's rows), so
+    any power of two that divides that dim, KC, NR and a split-K task's k range splits
+    the runs evenly. Such a B is packed by in-register transposes (`pack`)."""
+    if g.b.coef.get(g.red[-1]) != 1:
+        return 0
+    width = g.sizes[g.red[-1]]
+    run = 1
+    while run < blk.lanes and all(v % (2 * run) == 0 for v in (
+            width, blk.kc, blk.nr, split.per_task if split.k else 0)):
+        run *= 2
+    return run if run >= 4 else 0
+
+
+def _transpose(ir: _Ir, rows: Sequence[SSAValue]) -> list[SSAValue]:
+    """The transpose of the R x R matrix whose rows are the R `vector<R x f32>` `rows`
+    (R a power of two): log2(R) rounds of two-input shuffles, each swapping the
+    off-diagonal b x b blocks of every 2b x 2b block (b = R/2, ..., 1)."""
+    n = len(rows)
+    vt = VectorType(f32, [n])
+    x = list(rows)
+    b = n // 2
+    while b >= 1:
+        lo = [p if p // b % 2 == 0 else n + p - b for p in range(n)]
+        hi = [p + b if p // b % 2 == 0 else n + p for p in range(n)]
+        for i in range(n):
+            if i // b % 2 == 0:
+                x[i], x[i + b] = (ir.ins(vector.ShuffleOp(
+                    x[i], x[i + b], DenseArrayBase.from_list(i64, mask), result_type=vt)
+                    ).results[0] for mask in (lo, hi))
+        b //= 2
+    return x
+
+
+def _direct_a(g: Contraction, blk: Blocking, split: _Split, place: Placement,
+              max_uses: int) -> tuple[int, int] | None:
+    """A's (row stride, k stride) when the micro-kernels should read it in place rather
+    than from a packed copy, else None. Packing costs about one scalar load and store
+    per element (the MR x KC transpose does not vectorize), and repays that only when
+    the packed block meets many B vectors: a deep convolution layer's weights (512 x
+    4608, 32 columns: one column panel) were packed at more cost than their FMAs. Taken
+    when A needs no offset table and each packed element would meet at most `max_uses`
+    B vectors (column panels per block x B-only outer iterations x vectors per tile).
+    Reading A in place streams MR rows (or, with k strided, one short run of rows per
+    k) instead of one panel; the sums are the same, in the same order."""
+    rs, ks = g.a.stride(g.rows, g.sizes), g.a.stride(g.red, g.sizes)
+    if rs is None or ks is None or max_uses <= 0:
+        return None
+    count = prod(g.sizes[d] for d in place.b_inner)  # B-only iterations per A block
+    if split.outer and place.b_inner and g.outer[0] == place.b_inner[0]:
+        count = count // g.sizes[g.outer[0]] * split.per_task
+    cols = g.n if split.outer or split.k else min(g.n, split.per_task * blk.nr)
+    panels = -(-min(cols, blk.nc) // blk.nr)
+    return (rs, ks) if panels * count * blk.nv <= max_uses else None
 
 
 GATHER_GAIN = 1.25
@@ -1227,6 +1386,9 @@ class FrameGemm(ModulePass):
     # (embed 32, ffn 64) trains 4% slower with its 32x32x32 products as plain loops,
     # and compiles in 4.9 s instead of 5.8 s (issue 10's target is 5 s).
     min_flops: int = 65536
+    # A is read in place (not packed) when each element would meet at most this many B
+    # vectors (`_direct_a`); 0: always pack.
+    direct_a_max: int = 8
     # Overrides of the chosen register tile and k block (0: automatic), for tuning.
     nv: int = 0
     mr: int = 0
@@ -1260,7 +1422,8 @@ class FrameGemm(ModulePass):
             if gathered is not None:
                 g, blk = gathered
             split = _task_split(g, blk, max(1, self.threads))
-            scratch = _Scratch.of(g, blk, split)
+            direct_a = _direct_a(g, blk, split, place_outer(g, blk, split), self.direct_a_max)
+            scratch = _Scratch.of(g, blk, split, direct_a is None)
             nbytes = scratch.nbytes
             block = fn.body.blocks[0]
             ws = block.insert_arg(MemRefType(i8, [nbytes]), len(block.args))
@@ -1272,7 +1435,8 @@ class FrameGemm(ModulePass):
             beta0 = name in fills
             ir = _Ir(Builder(InsertPoint.before(generic)))
             build_gemm(ir, g, blk, split, ws, scratch, micros, beta0, epi,
-                       epi is not None and _epilogue_bytes(g, epi) <= self.l2 // 2)
+                       epi is not None and _epilogue_bytes(g, epi) <= self.l2 // 2,
+                       direct_a)
             for done in [generic, *(epi.ops if epi is not None else ())]:
                 done.detach()
                 done.erase()

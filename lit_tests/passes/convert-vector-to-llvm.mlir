@@ -83,6 +83,21 @@ func.func @broadcast_index(%i: index) -> vector<2xindex> {
 
 // -----
 
+// A shuffle of two vectors (frame-gemm's transposes): llvm.shufflevector, same mask
+// (indices past the first operand's lanes pick from the second).
+func.func @shuffle(%a: vector<4xf32>, %b: vector<4xf32>) -> vector<4xf32> {
+  %s = vector.shuffle %a, %b [0, 4, 2, 6] : vector<4xf32>, vector<4xf32>
+  func.return %s : vector<4xf32>
+}
+
+// CHECK-LABEL: func.func @shuffle
+// CHECK-SAME:    (%[[A:.*]]: vector<4xf32>, %[[B:.*]]: vector<4xf32>)
+// CHECK:         %[[S:.*]] = llvm.shufflevector %[[A]], %[[B]] [0, 4, 2, 6] : vector<4xf32>
+// CHECK-NOT:     vector.shuffle
+// CHECK:         func.return %[[S]]
+
+// -----
+
 // Multi-dimensional vectors have no lowering: a clear error, the IR left as it was.
 func.func @vector_2d(%a: memref<4x4xf32>, %i: index) -> vector<2x2xf32> {
   %v = vector.load %a[%i, %i] : memref<4x4xf32>, vector<2x2xf32>

@@ -1,6 +1,7 @@
-// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0}' | filecheck %s
-// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0 threads=2}' | filecheck %s --check-prefix=TWO
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0 direct_a_max=0}' | filecheck %s
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0 threads=2 direct_a_max=0}' | filecheck %s --check-prefix=TWO
 // RUN: frame-opt %s --split-input-file -p 'frame-gemm' | filecheck %s --check-prefix=SMALL
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0}' | filecheck %s --check-prefix=INPLACE
 
 // A 6x5 @ 5x8 matmul kernel and its caller. With 4 lanes and 4 accumulator
 // registers the micro-kernel is MR=2 rows by NR=8 columns (two vector<4xf32> per
@@ -76,6 +77,25 @@ builtin.module {
 // CHECK:         %[[V:.*]] = memref.view %{{.*}}[%[[OFF]]][] : memref<[[ASZ]]xi8> to memref<[[WSZ]]xi8>
 // CHECK:         func.call @k(%{{.*}}, %{{.*}}, %{{.*}}, %[[V]])
 
+// Left to choose (direct_a_max=8, the default; the runs above set 0), frame-gemm reads
+// this A in place: its packed block would meet one column panel of two vectors, fewer B
+// vectors than packing costs. The micro-kernel has A's strides built in (row 5, k 1:
+// `_a5x1`), and the kernel passes A itself, never loading it.
+// INPLACE-LABEL: func.func private @frame_gemm_micro_2x8_p2x8_f32x4_a5x1(
+// INPLACE-SAME:    %[[MA:[^:]*]]: memref<?xf32>, %{{[^:]*}}: memref<?xf32>, %{{[^:]*}}: memref<?xf32>, %[[PA:[^:]*]]: index
+// INPLACE:         scf.for %[[K:[^ ]*]] =
+// INPLACE:           %[[A0:.*]] = arith.addi %[[PA]], %[[K]] : index
+// INPLACE:           memref.load %[[MA]][%[[A0]]]
+// INPLACE:           %[[FIVE:.*]] = arith.constant 5 : index
+// INPLACE:           %[[A1:.*]] = arith.addi %[[A0]], %[[FIVE]] : index
+// INPLACE:           memref.load %[[MA]][%[[A1]]]
+// INPLACE-LABEL: func.func private @k(
+// INPLACE:         %[[AF:.*]] = memref.collapse_shape %{{.*}} into memref<30xf32>
+// INPLACE:         %[[AD:.*]] = "memref.cast"(%[[AF]]) : (memref<30xf32>) -> memref<?xf32>
+// INPLACE-NOT:     memref.load %[[AF]]
+// INPLACE:         func.call @frame_gemm_micro_2x8_p2x8_f32x4_a5x1(%[[AD]],
+// INPLACE-LABEL: func.func @f(
+
 // With two threads the 8 columns are one panel: still one task, so no parallel loop.
 // TWO-LABEL: func.func private @k(
 // TWO-NOT:     frame.parallel
@@ -133,11 +153,21 @@ builtin.module {
 // CHECK:                 memref.load %[[WF]][
 // CHECK-NOT:             memref.load %[[YF]][
 // CHECK:                 scf.for %[[N:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// B's panel (dyd through its tables) per image, then the tiles:
-// CHECK-DAG:               memref.load %[[TK]]
-// CHECK-DAG:               memref.load %[[TN]]
-// CHECK-DAG:               arith.index_cast {{.*}} : i32 to index
-// CHECK:                   memref.load %[[YF]][
+// B's panel (dyd through its tables) per image, then the tiles. Each group of 4
+// columns is one row of dyd's window (j has stride 1, and 4 divides the row): a panel
+// inside the columns is copied a vector<4xf32> per group and k; one that reaches past
+// the last column (zero-padded) element by element:
+// CHECK:                   scf.if
+// CHECK:                     %[[G:.*]] = memref.load %[[TN]]
+// CHECK:                     scf.for
+// CHECK:                       memref.load %[[TK]]
+// CHECK:                       %[[ROW:.*]] = vector.load %[[YF]][%{{.*}}] : memref<100xf32>, vector<4xf32>
+// CHECK:                       vector.store %[[ROW]]
+// CHECK:                   } else {
+// CHECK-DAG:                 memref.load %[[TK]]
+// CHECK-DAG:                 memref.load %[[TN]]
+// CHECK-DAG:                 arith.index_cast {{.*}} : i32 to index
+// CHECK:                     memref.load %[[YF]][
 // CHECK-NOT:               memref.load %[[WF]][
 // CHECK:                   func.call @frame_gemm_micro_
 // TWO-LABEL: func.func private @k(
@@ -373,3 +403,38 @@ builtin.module {
 // CHECK-NEXT:          memref.store %[[R]], %{{.*}}[%{{.*}}] : memref<48xf32>
 // CHECK-NOT:     linalg.generic
 // CHECK-LABEL: func.func @f(
+
+// -----
+
+// X * W^T (a linear layer's forward with W as [out, in]): B[k, j] = W[j, k] runs along k
+// (W's rows), not along the panel's columns. Each aligned group of 4 k (k_run: 4 divides
+// K = 8, KC and NR) is packed as 4 x 4 blocks: 4 vector loads along W's rows, a
+// transpose in registers (two rounds of 4 two-input shuffles), 4 vector stores along
+// the panel's rows; a panel that reaches past the last column goes element by element.
+
+builtin.module {
+  func.func private @k(%x: memref<6x8xf32>, %w: memref<8x8xf32>, %c: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%x, %w : memref<6x8xf32>, memref<8x8xf32>) outs(%c : memref<6x8xf32>) {
+    ^bb0(%p: f32, %q: f32, %r: f32):
+      %s = math.fma %p, %q, %r : f32
+      linalg.yield %s : f32
+    }
+    func.return
+  }
+  func.func @f(%x: memref<6x8xf32>, %w: memref<8x8xf32>, %arena: memref<192xi8> {frame.arena}) attributes {frame.arena_size = 192 : i64} {
+    %0 = arith.constant 0 : index
+    %c = memref.view %arena[%0][] : memref<192xi8> to memref<6x8xf32>
+    func.call @k(%x, %w, %c) : (memref<6x8xf32>, memref<8x8xf32>, memref<6x8xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-LABEL: func.func private @k(
+// CHECK-SAME:    %{{[^:]*}}: memref<6x8xf32>, %[[W:[^:]*]]: memref<8x8xf32>
+// CHECK:         %[[WF:.*]] = memref.collapse_shape %[[W]]
+// CHECK:         scf.if
+// CHECK-COUNT-4:   vector.load %[[WF]][%{{.*}}] : memref<64xf32>, vector<4xf32>
+// CHECK-COUNT-8:   vector.shuffle
+// CHECK-COUNT-4:   vector.store
+// CHECK:         } else {
+// CHECK:           memref.load %[[WF]][

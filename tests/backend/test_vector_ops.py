@@ -1,5 +1,5 @@
-"""Explicit vector code at the loops stage (vector.load / store / broadcast / fma, vector
-arith, memref.collapse_shape) through both backends.
+"""Explicit vector code at the loops stage (vector.load / store / broadcast / fma /
+shuffle, vector arith, memref.collapse_shape) through both backends.
 
 Hand-written loop-level modules are lowered with `LOOPS_TO_LLVM`, JIT-compiled and run
 on buffers whose vector accesses are only element-aligned; the results are checked bit
@@ -163,7 +163,22 @@ func.func @acc(%a: memref<8xf32>, %b: memref<8x32xf32>, %c: memref<32xf32>) {
   vector.store %r#1, %c[%c16] : memref<32xf32>, vector<16xf32>
   func.return
 }
+
+func.func @shuffle(%src: memref<32xf32>, %dst: memref<32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %a = vector.load %src[%c0] : memref<32xf32>, vector<16xf32>
+  %b = vector.load %src[%c16] : memref<32xf32>, vector<16xf32>
+  %lo = vector.shuffle %a, %b [0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27] : vector<16xf32>, vector<16xf32>
+  %hi = vector.shuffle %a, %b [31, 0, 30, 1, 5, 5, 5, 5, 15, 16, 14, 17, 2, 29, 3, 28] : vector<16xf32>, vector<16xf32>
+  vector.store %lo, %dst[%c0] : memref<32xf32>, vector<16xf32>
+  vector.store %hi, %dst[%c16] : memref<32xf32>, vector<16xf32>
+  func.return
+}
 """
+
+SHUFFLE_MASKS = ([0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27],
+                 [31, 0, 30, 1, 5, 5, 5, 5, 15, 16, 14, 17, 2, 29, 3, 28])
 
 
 def _parse(src: str) -> ModuleOp:
@@ -298,6 +313,7 @@ def _cases() -> list[tuple[str, list[np.ndarray | int]]]:
         ("arith", [x_neg, y, np.zeros((9, 16), np.float32)]),
         ("collapse", [rng.standard_normal((4, 8)).astype(np.float32),
                       np.full((2, 3, 8), 3.0, np.float32)]),
+        ("shuffle", [_interesting(rng, 32), np.zeros(32, np.float32)]),
         ("acc", [rng.uniform(-1, 1, 8).astype(np.float32),
                  rng.uniform(-1, 1, (8, 32)).astype(np.float32),
                  rng.uniform(-1, 1, 32).astype(np.float32)]),
@@ -417,6 +433,15 @@ def test_vector_accumulators_carried_by_a_loop(jit: JitModule) -> None:
     for k in range(8):
         want = np.array([_fma_exact(a[k], b[k, j], want[j]) for j in range(32)], np.float32)
     np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_shuffle_picks_lanes_of_both_operands(jit: JitModule) -> None:
+    """vector.shuffle: lane i of the result is lane mask[i] of the two operands
+    concatenated (repeats allowed), bits moved as they are (NaN payloads, -0.0)."""
+    src, dst = _case("shuffle")
+    (_, out) = _run_jit(jit, "shuffle", [src, dst])
+    want = np.concatenate([_bits(src)[list(m)] for m in SHUFFLE_MASKS])
+    np.testing.assert_array_equal(_bits(out), want)
 
 
 def test_vector_accesses_are_element_aligned() -> None:

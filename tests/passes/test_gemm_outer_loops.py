@@ -129,6 +129,8 @@ class Placement:
                 "other_loads_in_batch": sum(in_batch(o) for o in loads
                                             if o.memref is not w_flat),
                 "calls": len(calls),
+                "in_place_calls": sum("_a" in o.callee.root_reference.data.rsplit("f32x", 1)[1]
+                                      for o in calls),
                 "calls_in_batch": sum(in_batch(o) for o in calls),
                 "batch_tables": sum(str(o.results[0].type) == spanning for o in fn.walk()
                                     if isinstance(o, memref.ViewOp)),
@@ -152,10 +154,13 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("size", [2, 4])
-def test_conv_weights_are_packed_once_whatever_the_batch(size: int, threads: int) -> None:
+def test_conv_weights_are_packed_once_whatever_the_batch(
+        size: int, threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Forward and input gradient: the weights (A) are never loaded inside a loop over
     the batch. 4 x 4 images: the batch loop runs inside, with each image's operand
-    packed and its tiles run in it. 2 x 2: no batch loop, the columns span the batch."""
+    packed and its tiles run in it. 2 x 2: no batch loop, the columns span the batch.
+    (Packed: weights read in place are `test_few_column_weights_are_read_in_place`'s.)"""
+    monkeypatch.setattr(frame_gemm, "_direct_a", lambda *args: None)
     fwd, bwd = Placement(size), Placement(size)
     _compile(size, False, fwd, threads=threads, **SMALL)
     _compile(size, True, bwd, threads=threads, **SMALL)
@@ -173,20 +178,41 @@ def test_conv_weights_are_packed_once_whatever_the_batch(size: int, threads: int
             assert where["calls_in_batch"] == where["calls"], (name, where)
 
 
-@pytest.mark.parametrize("size,threads,keep_fills", [
-    (2, 1, False), (2, 2, False), (4, 1, False), (4, 2, False), (2, 2, True), (4, 1, True)])
+def test_few_column_weights_are_read_in_place() -> None:
+    """2 x 2 images (the columns span the batch: one column panel): packing the weights
+    would cost more than their multiply-adds, so the forward and input-gradient GEMMs
+    read them in place, through micro-kernels with A's strides built in
+    (`frame_gemm._direct_a`), and never in a loop over the batch."""
+    fwd, bwd = Placement(2), Placement(2)
+    _compile(2, False, fwd, threads=1, **SMALL)
+    _compile(2, True, bwd, threads=1, **SMALL)
+    kernels = {**{k: v for k, v in fwd.kernels.items() if k.endswith("_conv")},
+               **{k: v for k, v in bwd.kernels.items() if "_conv_grad_input" in k}}
+    assert len(kernels) == 2, (fwd.kernels, bwd.kernels)
+    for name, where in kernels.items():
+        assert where["weight_loads"] == 0 and where["batch_loops"] == 0, (name, where)
+        assert where["in_place_calls"] == where["calls"] > 0, (name, where)
+
+
+@pytest.mark.parametrize("size,threads,keep_fills,pack_a", [
+    (2, 1, False, False), (2, 2, False, False), (4, 1, False, False), (4, 2, False, False),
+    (2, 2, True, False), (4, 1, True, False), (2, 1, False, True), (2, 2, True, True)])
 def test_conv_through_the_gemm_is_bit_identical_to_the_plain_loops(
-        size: int, threads: int, keep_fills: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+        size: int, threads: int, keep_fills: bool, pack_a: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The forward output, the loss and both gradients at batch 8: the same bits as the
     plain loops (gemm=False), twice in a row (the scratch then holds the first call's
     values). With `keep_fills` the zero-fills before the GEMMs stay (C is not known to
-    be zero: a gathered C is copied in first)."""
+    be zero: a gathered C is copied in first); with `pack_a` the weights are packed
+    where they would be read in place."""
     rng = np.random.default_rng(8 + size)
     x = rng.standard_normal(_xs(size)).astype(np.float32)
     w = (rng.standard_normal(WS) * 0.2).astype(np.float32)
     want = [*_plain(size, False)("cv", x, w), *_plain(size, True)("cv_grad", x, w)]
     if keep_fills:
         monkeypatch.setattr(frame_gemm, "_zero_fills_before", lambda module, c_index: {})
+    if pack_a:
+        monkeypatch.setattr(frame_gemm, "_direct_a", lambda *args: None)
     tiled_f = _compile(size, False, threads=threads, **SMALL)
     tiled_g = _compile(size, True, threads=threads, **SMALL)
     for _ in range(2):

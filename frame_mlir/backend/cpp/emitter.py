@@ -26,7 +26,8 @@ How the IR maps to C++:
   one typedef per type used): arith on them is the lane-wise C++ operator,
   `vector.load`/`store` a `memcpy` (element alignment only, as in the JIT),
   `vector.broadcast` a lane-by-lane copy, `vector.fma` a per-lane `std::fma` loop that
-  GCC compiles to one vfmadd; ops without a vector rule fail on vectors;
+  GCC compiles to one vfmadd, `vector.shuffle` a `__builtin_shufflevector`; ops
+  without a vector rule fail on vectors;
 * `frame_rt.parallel_for` (kernels split over threads) is `frame_parallel_for::run`,
   the `std::thread` pool of `thread_pool.py`, with a lambda that calls the task;
 * `frame_rt.row %buf[%t]` (the rows frame-lower-scan hands a scan's step function) is
@@ -1408,6 +1409,20 @@ def _emit_vector_fma(em: CppEmitter, op: Operation) -> None:
     em.define(op.results[0], f"{fn}({', '.join(em.expr(v) for v in op.operands)})")
 
 
+@_rule(vector.ShuffleOp)
+def _emit_vector_shuffle(em: CppEmitter, op: Operation) -> None:
+    assert isinstance(op, vector.ShuffleOp)
+    em.ctype(op.result.type)
+    if op.v1.type != op.v2.type or op.v1.type != op.result.type:
+        raise CppEmitError(f"vector.shuffle to {op.result.type} of {op.v1.type} and "
+                           f"{op.v2.type} is not supported (only of two vectors of the "
+                           "result's type)")
+    # GCC >= 12 and Clang: lane i of the result is lane mask[i] of (a, b) concatenated.
+    mask = ", ".join(str(i) for i in op.mask.get_values())
+    em.define(op.result, f"__builtin_shufflevector({em.expr(op.v1)}, {em.expr(op.v2)}, "
+                         f"{mask})")
+
+
 @_rule(memref.CastOp)
 def _emit_cast(em: CppEmitter, op: Operation) -> None:
     assert isinstance(op, memref.CastOp)
@@ -1476,7 +1491,8 @@ def _emit_vector_constant(em: CppEmitter, op: Operation) -> None:
 
 
 VECTOR_OPS: frozenset[type[Operation]] = frozenset({
-    vector.LoadOp, vector.StoreOp, vector.BroadcastOp, vector.FMAOp, mathd.FmaOp,
+    vector.LoadOp, vector.StoreOp, vector.BroadcastOp, vector.FMAOp, vector.ShuffleOp,
+    mathd.FmaOp,
     arith.ConstantOp, arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp,
     arith.NegfOp, arith.MaximumfOp, arith.MinimumfOp, arith.SelectOp,
     scf.ForOp, scf.YieldOp, scf.IfOp, func.CallOp, func.ReturnOp,
