@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from xdsl.builder import Builder
 from xdsl.context import Context
@@ -45,6 +46,8 @@ from frame_mlir.dialects.frame_scan import ScanOp
 from frame_mlir.passes.common import fail, provenance
 from frame_mlir.passes.linalg_utils import PAR, BodyFn, identity_map
 
+T = TypeVar("T")
+
 #: Storage-only float types: widened to f32 where read, rounded where written.
 HALF_TYPES = (builtin.f16, builtin.bf16)
 
@@ -52,9 +55,22 @@ HALF_TYPES = (builtin.f16, builtin.bf16)
 class Lowerer:
     """Builds linalg ops in front of the frame op being replaced."""
 
-    def __init__(self, rewriter: PatternRewriter, op: Operation):
+    def __init__(self, rewriter: PatternRewriter, op: Operation,
+                 memo: dict[tuple[object, ...], Any] | None = None):
         self.rewriter = rewriter
         self.op = op
+        self.memo = {} if memo is None else memo
+
+    def reuse(self, key: tuple[object, ...], build: Callable[[], T]) -> T:
+        """What `build()` made for an earlier op of this block with the same `key` (its
+        operand values and attributes), else `build()`: a lowering that needs what an
+        earlier one computed (batch norm's statistics, recomputed by its running
+        statistics and by each of its gradients) reads it instead of computing it
+        again. Ops of a block are lowered in order, so the values dominate."""
+        full = (self.op.parent_block(), *key)
+        if full not in self.memo:
+            self.memo[full] = build()
+        return self.memo[full]
 
     def insert(self, new_op: Operation) -> Operation:
         if isinstance(new_op, linalg.GenericOp | linalg.FillOp):
@@ -139,6 +155,9 @@ LOWERINGS: dict[type[Operation], Callable[[Lowerer, Operation], SSAValue]] = {
 
 
 class _LowerFrameOp(RewritePattern):
+    def __init__(self) -> None:
+        self.memo: dict[tuple[object, ...], Any] = {}
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, frame.FrameOp) or isinstance(op, ScanOp):
             return  # a scan stays, on tensors: frame-bufferize and frame-lower-scan lower it
@@ -148,7 +167,7 @@ class _LowerFrameOp(RewritePattern):
         if any(frame.static_shape(v) is None for v in (*op.operands, *op.results)):
             raise fail(ConvertFrameToLinalg.name, op,
                        "expected static shapes (run frame-shape-inference first)")
-        rewriter.replace(op, [], [lower(Lowerer(rewriter, op), op)])
+        rewriter.replace(op, [], [lower(Lowerer(rewriter, op, self.memo), op)])
 
 
 @dataclass(frozen=True)
