@@ -53,6 +53,7 @@ from frame_mlir.passes.arith_expand_bf16 import ArithExpandBf16
 from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
 from frame_mlir.passes.frame_autodiff import FrameAutodiff
 from frame_mlir.passes.frame_bufferize import FrameBufferize
+from frame_mlir.passes.frame_collapse_dims import FrameCollapseDims
 from frame_mlir.passes.frame_fuse_elementwise import FrameFuseElementwise
 from frame_mlir.passes.frame_fuse_gemm_epilogue import FrameFuseGemmEpilogue
 from frame_mlir.passes.frame_gemm import FrameGemm
@@ -127,6 +128,7 @@ def stages(lr: float | None, options: CompileOptions | None = None) -> list[Stag
                         gemm_pass(options), FrameTileMatmul(),
                         # after the passes that grow arenas (frame-gemm's scratch)
                         FrameLowerScan(),
+                        FrameCollapseDims(),
                         ConvertLinalgToLoopsPass(),
                         LowerAffinePass(), ArithExpand(),
                         # bf16 as integer ops on its bits, for both backends alike
