@@ -104,6 +104,11 @@ from frame_mlir.passes.llvm_common import static_strides
 
 Index = int | SSAValue
 
+FAST_PACK_MIN = 1 << 15
+"""Elements of B (per call) from which its packing gets the vector paths (`_run_width`,
+`_k_run`): below, packing B is cheap anyway and the paths would only add code to
+compile (a TransformerEncoderBlock's products have 1-2K)."""
+
 
 # --- analysis -------------------------------------------------------------------------
 
@@ -733,7 +738,8 @@ class _EpilogueCode:
 def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAValue,
                scratch: _Scratch, micros: dict[str, func.FuncOp], beta0: bool,
                epi: Epilogue | None = None, epi_per_tile: bool = True,
-               direct_a: tuple[int, int] | None = None) -> None:
+               direct_a: tuple[int, int] | None = None,
+               fast_pack_min: int = FAST_PACK_MIN) -> None:
     """Insert the blocked GEMM for `g` at `ir`. Tiles call the shared micro-kernels
     (`micro_kernel`), made on first use into `micros`; with `beta0`, C's prior contents
     are ignored (they were zeros from a fill that the caller drops). With `epi`, each
@@ -741,7 +747,8 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
     tile is in L1) if `epi_per_tile`, else each MC x NC block of C after its last k
     block, row by row; a split-K GEMM runs it after adding the partial sums. With
     `direct_a` (A's row and k strides, see `_direct_a`) A is not packed: the
-    micro-kernels read it in place."""
+    micro-kernels read it in place. B's packing gets vector paths from
+    `fast_pack_min` elements on (`FAST_PACK_MIN`)."""
     mr, nr = blk.mr, blk.nr
     m, n, k = g.m, g.n, g.k
     tables = _tables(g)
@@ -754,8 +761,11 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
     epi_code = _EpilogueCode(ir, g, epi) if epi is not None else None
     c_dyn = _dynamic(ir, c_flat)
     a_dyn = _dynamic(ir, a_flat) if direct_a is not None else None
-    b_run = _run_width(g, blk)
-    b_k_run = 0 if b_run else _k_run(g, blk, split)
+    # The vector packing paths come in addition to the element loop (the panel past the
+    # last column, the k past the last group): for a small B they would only add code.
+    big_b = g.k * g.n * prod(g.sizes[d] for d in g.outer) >= fast_pack_min
+    b_run, b_run_step = _run_width(g, blk) if big_b else (0, 1)
+    b_k_run, b_k_step = (0, 1) if b_run or not big_b else _k_run(g, blk, split)
     zero = ir.ins(arith.ConstantOp(builtin.FloatAttr(0.0, f32))).results[0]
     tasks, per_task = split.tasks, split.per_task
     place = place_outer(g, blk, split)
@@ -903,46 +913,46 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
 
         def pack(ir: _Ir, src: SSAValue, dst: SSAValue, first: SSAValue, extent: Index,
                  width: int, bound: Index, x0: Index, x_addr: _Addr, k_addr: _Addr,
-                 pc: SSAValue, kc: Index, run: int = 0, k_run: int = 0) -> None:
+                 pc: SSAValue, kc: Index, run: int = 0, run_step: int = 1,
+                 k_run: int = 0, k_step: int = 1) -> None:
             """Copy rows/columns [first, first + extent) x k in [pc, pc + kc) of an
             operand into panels of `width`: panel p at p * KC * width, element (k, w) at
             k * width + w; zero past `bound`. The loop over the operand's contiguous
             dim is innermost, so reads stream (A row-major, B transposed: k inner).
-            With `run` (see `_run_width`), every aligned group of `run` rows/columns is
-            contiguous in the operand: a panel inside `bound` is copied a vector of
-            `run` floats at a time (an image row of a convolution's window) instead of
-            element by element through the offset table. With `k_run` (see `_k_run`),
-            every aligned group of `k_run` k is contiguous instead: a panel inside
-            `bound` is copied in k_run x k_run blocks, k_run vector loads along k
-            transposed in registers (`_transpose`) into k_run vector stores along the
-            panel's rows; the k that do not fill a group go element by element."""
+            With `run` (see `_run_width`), every aligned group of `run` rows/columns lies
+            at stride `run_step` (1 or 2, `_load_run`) in the operand: a panel inside
+            `bound` is copied a vector of `run` floats at a time (an image row of a
+            convolution's window) instead of element by element through the offset
+            table. With `k_run` (see `_k_run`),
+            every aligned group of `k_run` k lies at stride `k_step` (1 or 2) instead: a
+            panel inside `bound` is copied in k_run x k_run blocks, k_run vector loads
+            along k (`_load_run`) transposed in
+            registers (`_transpose`) into k_run vector stores along the panel's rows;
+            the k that do not fill a group go element by element."""
             last = ir.sub(bound, 1)
             k_inner = k_addr.stride == 1 and x_addr.stride != 1
 
             def runs(ir: _Ir, p0: SSAValue, dst0: Index) -> None:
-                vt = VectorType(f32, [run])
-
                 def group(ir: _Ir, q: SSAValue, _: Sequence[SSAValue]) -> None:
                     at = ir.add(x0, x_addr.at(ir, ir.add(first, p0, q)))
 
                     def copy(ir: _Ir, kk: SSAValue, _: Sequence[SSAValue]) -> None:
-                        v = ir.ins(vector.LoadOp(src, [ir.idx(ir.add(
-                            at, k_addr.at(ir, ir.add(pc, kk))))], vt)).results[0]
+                        v = _load_run(ir, src, ir.add(at, k_addr.at(ir, ir.add(pc, kk))),
+                                      run, run_step)
                         ir.ins(vector.StoreOp(v, dst, [ir.idx(ir.add(
                             dst0, ir.mul(kk, width), q))]))
                     ir.for_(0, kc, 1, copy)
                 ir.for_(0, width, run, group)
 
             def blocks(ir: _Ir, p0: SSAValue, dst0: Index) -> None:
-                vt = VectorType(f32, [k_run])
                 k_end = ir.floor(kc, k_run)
 
                 def group(ir: _Ir, kg: SSAValue, _: Sequence[SSAValue]) -> None:
                     at = ir.add(x0, k_addr.at(ir, ir.add(pc, kg)))
 
                     def block(ir: _Ir, jb: SSAValue, _: Sequence[SSAValue]) -> None:
-                        rows = [ir.ins(vector.LoadOp(src, [ir.idx(ir.add(at, x_addr.at(
-                            ir, ir.add(first, p0, jb, j))))], vt)).results[0]
+                        rows = [_load_run(ir, src, ir.add(at, x_addr.at(
+                            ir, ir.add(first, p0, jb, j))), k_run, k_step)
                             for j in range(k_run)]
                         for t, v in enumerate(_transpose(ir, rows)):
                             ir.ins(vector.StoreOp(v, dst, [ir.idx(ir.add(
@@ -985,7 +995,8 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
 
         def pack_b(ir: _Ir, b0: Index, jc: SSAValue, nc: Index, pc: SSAValue,
                    kc: Index) -> None:
-            pack(ir, b_flat, bp, jc, nc, nr, hi, b0, bn, bk, pc, kc, b_run, b_k_run)
+            pack(ir, b_flat, bp, jc, nc, nr, hi, b0, bn, bk, pc, kc, b_run, b_run_step,
+                 b_k_run, b_k_step)
 
         def pack_a(ir: _Ir, a0: Index, ic: SSAValue, mc: Index, pc: SSAValue,
                    kc: Index) -> None:
@@ -1191,36 +1202,52 @@ def place_outer(g: Contraction, blk: Blocking, split: _Split) -> Placement:
     return Placement(keep, a_only, b_only)
 
 
-def _run_width(g: Contraction, blk: Blocking) -> int:
-    """Columns of B that are contiguous in B in every aligned group of this many (0:
-    none): B's columns are addressed through a table (a convolution's output positions,
-    whose rows are apart by the padded width) but its innermost column dim has stride
-    1, so each image row of W columns is one run, and any power of two that divides W
-    (at most a vector) splits runs evenly. Panels start at multiples of NR, so groups
-    never straddle two runs."""
-    if g.b.stride(g.cols, g.sizes) is not None or g.b.coef.get(g.cols[-1]) != 1:
-        return 0
+def _run_width(g: Contraction, blk: Blocking) -> tuple[int, int]:
+    """(R, s): every aligned group of R columns of B lies in B at a stride of s (1 or 2);
+    R = 0: none. B's columns are addressed through a table (a convolution's output
+    positions, whose rows are apart by the padded width) but its innermost column dim
+    has stride s (the convolution's stride), so each image row of W columns is one run,
+    and any power of two that divides W (at most a vector) splits runs evenly. Panels
+    start at multiples of NR, so groups never straddle two runs."""
+    step = g.b.coef.get(g.cols[-1])
+    if g.b.stride(g.cols, g.sizes) is not None or step not in (1, 2):
+        return 0, 1
     width = g.sizes[g.cols[-1]]
     run = 1
     while run < blk.lanes and width % (2 * run) == 0 and blk.nr % (2 * run) == 0:
         run *= 2
-    return run if run > 1 else 0
+    return (run if run > 1 else 0), step
 
 
-def _k_run(g: Contraction, blk: Blocking, split: _Split) -> int:
-    """k indices of B that are contiguous in B in every aligned group of this many (0:
-    none, or too few to pay): B's innermost reduction dim has stride 1 (a stride-1
-    convolution's weight gradient sums over image rows; `X * W^T` reads W's rows), so
-    any power of two that divides that dim, KC, NR and a split-K task's k range splits
-    the runs evenly. Such a B is packed by in-register transposes (`pack`)."""
-    if g.b.coef.get(g.red[-1]) != 1:
-        return 0
+def _k_run(g: Contraction, blk: Blocking, split: _Split) -> tuple[int, int]:
+    """(R, s): every aligned group of R k indices of B lies in B at a stride of s (1 or
+    2); R = 0: none, or too few to pay. B's innermost reduction dim has stride s (a
+    convolution's weight gradient sums over image rows, read every s-th element at
+    stride s; `X * W^T` reads W's rows), so any power of two that divides that dim, KC,
+    NR and a split-K task's k range splits the runs evenly. Such a B is packed by
+    in-register transposes (`pack`)."""
+    step = g.b.coef.get(g.red[-1])
+    if step not in (1, 2):
+        return 0, 1
     width = g.sizes[g.red[-1]]
     run = 1
     while run < blk.lanes and all(v % (2 * run) == 0 for v in (
             width, blk.kc, blk.nr, split.per_task if split.k else 0)):
         run *= 2
-    return run if run >= 4 else 0
+    return (run if run >= 4 else 0), step
+
+
+def _load_run(ir: _Ir, src: SSAValue, at: Index, n: int, step: int) -> SSAValue:
+    """vector<n x f32> of src[at + i * step], step 1 or 2: one load, or two overlapping
+    loads and a shuffle of their even lanes (the second ends at the run's last element,
+    so nothing past it is read)."""
+    vt = VectorType(f32, [n])
+    first = ir.ins(vector.LoadOp(src, [ir.idx(at)], vt)).results[0]
+    if step == 1:
+        return first
+    second = ir.ins(vector.LoadOp(src, [ir.idx(ir.add(at, n - 1))], vt)).results[0]
+    evens = DenseArrayBase.from_list(i64, [*range(0, n, 2), *range(n + 1, 2 * n, 2)])
+    return ir.ins(vector.ShuffleOp(first, second, evens, result_type=vt)).results[0]
 
 
 def _transpose(ir: _Ir, rows: Sequence[SSAValue]) -> list[SSAValue]:
@@ -1243,19 +1270,26 @@ def _transpose(ir: _Ir, rows: Sequence[SSAValue]) -> list[SSAValue]:
     return x
 
 
+DIRECT_A_MIN = 1 << 16
+"""Elements of A from which `_direct_a` may read it in place: a smaller A is packed in
+little time, and each (row stride, k stride) pair read in place costs micro-kernels of
+its own to compile (a TransformerEncoderBlock's 32 x 32 products compiled 0.7 s slower
+with them)."""
+
+
 def _direct_a(g: Contraction, blk: Blocking, split: _Split, place: Placement,
-              max_uses: int) -> tuple[int, int] | None:
+              max_uses: int, min_elements: int = DIRECT_A_MIN) -> tuple[int, int] | None:
     """A's (row stride, k stride) when the micro-kernels should read it in place rather
     than from a packed copy, else None. Packing costs about one scalar load and store
     per element (the MR x KC transpose does not vectorize), and repays that only when
     the packed block meets many B vectors: a deep convolution layer's weights (512 x
     4608, 32 columns: one column panel) were packed at more cost than their FMAs. Taken
-    when A needs no offset table and each packed element would meet at most `max_uses`
-    B vectors (column panels per block x B-only outer iterations x vectors per tile).
+    when A needs no offset table, has at least `min_elements`, and each packed
+    element would meet at most `max_uses` B vectors (column panels per block x B-only outer iterations x vectors per tile).
     Reading A in place streams MR rows (or, with k strided, one short run of rows per
     k) instead of one panel; the sums are the same, in the same order."""
     rs, ks = g.a.stride(g.rows, g.sizes), g.a.stride(g.red, g.sizes)
-    if rs is None or ks is None or max_uses <= 0:
+    if rs is None or ks is None or max_uses <= 0 or g.m * g.k < min_elements:
         return None
     count = prod(g.sizes[d] for d in place.b_inner)  # B-only iterations per A block
     if split.outer and place.b_inner and g.outer[0] == place.b_inner[0]:
@@ -1386,9 +1420,12 @@ class FrameGemm(ModulePass):
     # (embed 32, ffn 64) trains 4% slower with its 32x32x32 products as plain loops,
     # and compiles in 4.9 s instead of 5.8 s (issue 10's target is 5 s).
     min_flops: int = 65536
-    # A is read in place (not packed) when each element would meet at most this many B
-    # vectors (`_direct_a`); 0: always pack.
+    # A (of at least `direct_a_min` elements) is read in place, not packed, when each
+    # element would meet at most `direct_a_max` B vectors (`_direct_a`); 0: always pack.
     direct_a_max: int = 8
+    direct_a_min: int = DIRECT_A_MIN
+    # B of at least this many elements gets vector packing paths (`FAST_PACK_MIN`).
+    fast_pack_min: int = FAST_PACK_MIN
     # Overrides of the chosen register tile and k block (0: automatic), for tuning.
     nv: int = 0
     mr: int = 0
@@ -1422,7 +1459,8 @@ class FrameGemm(ModulePass):
             if gathered is not None:
                 g, blk = gathered
             split = _task_split(g, blk, max(1, self.threads))
-            direct_a = _direct_a(g, blk, split, place_outer(g, blk, split), self.direct_a_max)
+            direct_a = _direct_a(g, blk, split, place_outer(g, blk, split), self.direct_a_max,
+                                 self.direct_a_min)
             scratch = _Scratch.of(g, blk, split, direct_a is None)
             nbytes = scratch.nbytes
             block = fn.body.blocks[0]
@@ -1436,7 +1474,7 @@ class FrameGemm(ModulePass):
             ir = _Ir(Builder(InsertPoint.before(generic)))
             build_gemm(ir, g, blk, split, ws, scratch, micros, beta0, epi,
                        epi is not None and _epilogue_bytes(g, epi) <= self.l2 // 2,
-                       direct_a)
+                       direct_a, self.fast_pack_min)
             for done in [generic, *(epi.ops if epi is not None else ())]:
                 done.detach()
                 done.erase()

@@ -1,7 +1,7 @@
-// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0 direct_a_max=0}' | filecheck %s
-// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0 threads=2 direct_a_max=0}' | filecheck %s --check-prefix=TWO
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0 direct_a_max=0 fast_pack_min=0}' | filecheck %s
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0 threads=2 direct_a_max=0 fast_pack_min=0}' | filecheck %s --check-prefix=TWO
 // RUN: frame-opt %s --split-input-file -p 'frame-gemm' | filecheck %s --check-prefix=SMALL
-// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0}' | filecheck %s --check-prefix=INPLACE
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0 direct_a_min=0}' | filecheck %s --check-prefix=INPLACE
 
 // A 6x5 @ 5x8 matmul kernel and its caller. With 4 lanes and 4 accumulator
 // registers the micro-kernel is MR=2 rows by NR=8 columns (two vector<4xf32> per
@@ -77,7 +77,8 @@ builtin.module {
 // CHECK:         %[[V:.*]] = memref.view %{{.*}}[%[[OFF]]][] : memref<[[ASZ]]xi8> to memref<[[WSZ]]xi8>
 // CHECK:         func.call @k(%{{.*}}, %{{.*}}, %{{.*}}, %[[V]])
 
-// Left to choose (direct_a_max=8, the default; the runs above set 0), frame-gemm reads
+// Left to choose (direct_a_max=8, the default; the runs above set 0) and with no
+// minimum size (direct_a_min=0; by default A needs 65536 elements), frame-gemm reads
 // this A in place: its packed block would meet one column panel of two vectors, fewer B
 // vectors than packing costs. The micro-kernel has A's strides built in (row 5, k 1:
 // `_a5x1`), and the kernel passes A itself, never loading it.

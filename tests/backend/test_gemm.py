@@ -3,6 +3,8 @@ against the plain loops, on shapes that reach every edge of the blocking."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from xdsl.dialects import builtin
@@ -102,19 +104,32 @@ def test_gemm_bits_do_not_depend_on_vector_width_or_tasks(lanes: int, threads: i
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
-@pytest.mark.parametrize("xs,ws,stride,padding", [
-    ((3, 2, 11, 9), (5, 2, 3, 3), (1, 1), (0, 0)),
-    ((2, 3, 12, 13), (4, 3, 5, 5), (1, 1), (2, 2)),
-    ((2, 4, 9, 10), (6, 4, 3, 2), (2, 3), (1, 0)),
-    ((4, 1, 28, 28), (20, 1, 5, 5), (1, 1), (0, 0)),  # LeNet's first layer
-    ((2, 3, 17), (5, 3, 4), (3,), (1,)),  # 1-D
+@pytest.mark.parametrize("xs,ws,stride,padding,runs", [
+    ((3, 2, 11, 9), (5, 2, 3, 3), (1, 1), (0, 0), ""),
+    ((2, 3, 12, 13), (4, 3, 5, 5), (1, 1), (2, 2), ""),
+    ((2, 4, 9, 10), (6, 4, 3, 2), (2, 3), (1, 0), ""),
+    ((4, 1, 28, 28), (20, 1, 5, 5), (1, 1), (0, 0), ""),  # LeNet's first layer
+    ((2, 3, 17), (5, 3, 4), (3,), (1,), ""),  # 1-D
+    # 8-wide output rows: the forward copies B by runs, the weight gradient packs B by
+    # in-register transposes (at stride 2: even lanes of two loads first)
+    ((2, 4, 8, 8), (6, 4, 3, 3), (1, 1), (1, 1), "vector.shuffle"),
+    ((2, 3, 16, 16), (4, 3, 3, 3), (2, 2), (1, 1), "vector.shuffle"),
 ])
 def test_conv_through_gemm_matches_torch(xs: tuple[int, ...], ws: tuple[int, ...],
                                          stride: tuple[int, ...],
-                                         padding: tuple[int, ...]) -> None:
+                                         padding: tuple[int, ...], runs: str,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Convolution forward, input gradient (gather form) and weight gradient as
     implicit GEMMs (offset tables, no im2col buffer), against torch in float64, and
-    bit-identical to the plain loops of the same lowering."""
+    bit-identical to the plain loops of the same lowering (also where B is packed by
+    runs, `runs`: an op the packing then shows; these B are below the size from which
+    it does, so the threshold is lifted)."""
+    if runs:
+        from frame_mlir.passes import pipeline
+
+        make = pipeline.gemm_pass
+        monkeypatch.setattr(pipeline, "gemm_pass", lambda options: dataclasses.replace(
+            make(options), fast_pack_min=0))
     rng = np.random.default_rng(sum(xs) + 7 * sum(ws))
     xv = rng.standard_normal(xs, dtype=np.float32)
     wv = rng.standard_normal(ws, dtype=np.float32)
@@ -130,6 +145,7 @@ def test_conv_through_gemm_matches_torch(xs: tuple[int, ...], ws: tuple[int, ...
     tiled, ir = _compile(module(), **SMALL, gemm_min_flops=0)
     plain, _ = _compile(module(), gemm=False)
     assert ir.count("vector.fma") >= 3  # forward, input and weight gradients
+    assert runs in ir
     tx, tw = (torch.from_numpy(v).double().requires_grad_() for v in (xv, wv))
     conv = torch.nn.functional.conv2d if len(xs) == 4 else torch.nn.functional.conv1d
     ty = conv(tx, tw, stride=stride, padding=padding)

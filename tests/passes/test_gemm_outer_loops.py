@@ -20,6 +20,7 @@ forms does not depend on it.
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 
 import numpy as np
@@ -178,11 +179,17 @@ def test_conv_weights_are_packed_once_whatever_the_batch(
             assert where["calls_in_batch"] == where["calls"], (name, where)
 
 
-def test_few_column_weights_are_read_in_place() -> None:
+def test_few_column_weights_are_read_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
     """2 x 2 images (the columns span the batch: one column panel): packing the weights
     would cost more than their multiply-adds, so the forward and input-gradient GEMMs
     read them in place, through micro-kernels with A's strides built in
-    (`frame_gemm._direct_a`), and never in a loop over the batch."""
+    (`frame_gemm._direct_a`; these weights are below its size threshold, lifted here),
+    and never in a loop over the batch."""
+    from frame_mlir.passes import pipeline
+
+    make = pipeline.gemm_pass
+    monkeypatch.setattr(pipeline, "gemm_pass",
+                        lambda options: dataclasses.replace(make(options), direct_a_min=0))
     fwd, bwd = Placement(2), Placement(2)
     _compile(2, False, fwd, threads=1, **SMALL)
     _compile(2, True, bwd, threads=1, **SMALL)
@@ -213,6 +220,12 @@ def test_conv_through_the_gemm_is_bit_identical_to_the_plain_loops(
         monkeypatch.setattr(frame_gemm, "_zero_fills_before", lambda module, c_index: {})
     if pack_a:
         monkeypatch.setattr(frame_gemm, "_direct_a", lambda *args: None)
+    else:  # read in place where it may, whatever A's size
+        from frame_mlir.passes import pipeline
+
+        make = pipeline.gemm_pass
+        monkeypatch.setattr(pipeline, "gemm_pass", lambda options: dataclasses.replace(
+            make(options), direct_a_min=0))
     tiled_f = _compile(size, False, threads=threads, **SMALL)
     tiled_g = _compile(size, True, threads=threads, **SMALL)
     for _ in range(2):
