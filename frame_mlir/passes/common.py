@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from math import prod
 
-from xdsl.dialects import builtin, func
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects import builtin, func, memref
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 
@@ -104,3 +105,17 @@ def callees_first(pass_name: str, functions: dict[str, func.FuncOp],
     for fn in functions.values():
         visit(fn)
     return order
+
+
+def collapse_shape(value: SSAValue, runs: Sequence[Sequence[int]]) -> memref.CollapseShapeOp:
+    """A `memref.collapse_shape` of the row-major memref `value` whose dim i is the
+    product of `value`'s dims `runs[i]` (consecutive, in order); not inserted."""
+    typ = value.type
+    assert isinstance(typ, builtin.MemRefType)
+    shape = typ.get_shape()
+    new_shape = [prod(shape[d] for d in run) for run in runs]
+    assoc = builtin.ArrayAttr([builtin.ArrayAttr([builtin.IntegerAttr(d, builtin.i64)
+                                                  for d in run]) for run in runs])
+    return memref.CollapseShapeOp.build(
+        operands=[value], result_types=[builtin.MemRefType(typ.element_type, new_shape)],
+        properties={"reassociation": assoc})

@@ -28,26 +28,25 @@ bit-identical.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import builtin, func, memref
+from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
     DenseArrayBase,
-    IntegerAttr,
     MemRefType,
     NoneAttr,
     i64,
 )
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from frame_mlir.passes.common import collapse_shape
 from frame_mlir.passes.frame_parallelize import PARALLEL_DIMS_ATTR, leading_parallel_dims
 
 
@@ -61,7 +60,7 @@ def _mergeable(op: linalg.GenericOp, d: int) -> bool:
         for r, e in enumerate(m.results):
             if isinstance(e, AffineDimExpr):
                 pos.setdefault(e.position, r)
-            elif not isinstance(e, AffineConstantExpr) and _uses(e, {d, d + 1}):
+            elif e.used_dims() & {d, d + 1}:
                 return False
         has = (d in pos, d + 1 in pos)
         if has == (False, False):
@@ -72,13 +71,6 @@ def _mergeable(op: linalg.GenericOp, d: int) -> bool:
                for e in m.results) != 2:
             return False  # a dim used twice (a diagonal)
     return True
-
-
-def _uses(e: AffineExpr, dims: set[int]) -> bool:
-    if isinstance(e, AffineDimExpr):
-        return e.position in dims
-    return any(_uses(sub, dims) for sub in (getattr(e, "lhs", None), getattr(e, "rhs", None))
-               if sub is not None)
 
 
 def _contiguous(value: SSAValue) -> bool:
@@ -103,23 +95,6 @@ def merge_groups(op: linalg.GenericOp) -> list[list[int]] | None:
     return groups if len(groups) < n else None
 
 
-def _collapse(at: InsertPoint, value: SSAValue, runs: Sequence[Sequence[int]]) -> SSAValue:
-    """`value` collapsed along `runs` (its dims, grouped)."""
-    typ = value.type
-    assert isinstance(typ, MemRefType)
-    shape = typ.get_shape()
-    new_shape = [1] * len(runs)
-    for i, run in enumerate(runs):
-        for r in run:
-            new_shape[i] *= shape[r]
-    assoc = ArrayAttr([ArrayAttr([IntegerAttr(r, i64) for r in run]) for run in runs])
-    op = memref.CollapseShapeOp.build(
-        operands=[value], result_types=[MemRefType(typ.element_type, new_shape)],
-        properties={"reassociation": assoc})
-    Rewriter.insert_op(op, at)
-    return op.results[0]
-
-
 def collapse(op: linalg.GenericOp, groups: list[list[int]]) -> linalg.GenericOp:
     """Replace `op` by the same generic over the merged dims `groups`."""
     new_dim = {d: g for g, group in enumerate(groups) for d in group}
@@ -140,8 +115,11 @@ def collapse(op: linalg.GenericOp, groups: list[list[int]]) -> linalg.GenericOp:
             runs.append([r])
             # Other expressions use only unmerged dims (`_mergeable`): renumbered.
             results.append(e.replace_dims_and_symbols(renumber, []))
-        operands.append(value if all(len(run) == 1 for run in runs)
-                        else _collapse(at, value, runs))
+        if any(len(run) > 1 for run in runs):
+            folded = collapse_shape(value, runs)
+            Rewriter.insert_op(folded, at)
+            value = folded.results[0]
+        operands.append(value)
         maps.append(AffineMapAttr(AffineMap(len(groups), 0, tuple(results))))
     n_in = len(op.inputs)
     its = op.iterator_types.data

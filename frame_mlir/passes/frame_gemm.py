@@ -97,7 +97,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from frame_mlir.passes.common import arena_arg_index
+from frame_mlir.passes.common import arena_arg_index, collapse_shape
 from frame_mlir.passes.frame_bufferize import ALIGN
 from frame_mlir.passes.frame_parallelize import PARALLEL_ATTR
 from frame_mlir.passes.llvm_common import static_strides
@@ -487,14 +487,8 @@ class _Ir:
 def _collapse(ir: _Ir, value: SSAValue) -> SSAValue:
     typ = value.type
     assert isinstance(typ, MemRefType)
-    shape = typ.get_shape()
-    if len(shape) == 1:
-        return value
-    flat = MemRefType(typ.element_type, [prod(shape)])
-    assoc = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in range(len(shape))])])
-    op = memref.CollapseShapeOp.build(operands=[value], result_types=[flat],
-                                      properties={"reassociation": assoc})
-    return ir.ins(op).results[0]
+    rank = typ.get_num_dims()
+    return value if rank == 1 else ir.ins(collapse_shape(value, [range(rank)])).results[0]
 
 
 DYNAMIC_F32 = MemRefType(f32, [DYNAMIC_INDEX])
@@ -1202,6 +1196,14 @@ def place_outer(g: Contraction, blk: Blocking, split: _Split) -> Placement:
     return Placement(keep, a_only, b_only)
 
 
+def _pow2_dividing(limit: int, *values: int) -> int:
+    """The largest power of two, at most `limit`, that divides every one of `values`."""
+    run = 1
+    while run < limit and all(v % (2 * run) == 0 for v in values):
+        run *= 2
+    return run
+
+
 def _run_width(g: Contraction, blk: Blocking) -> tuple[int, int]:
     """(R, s): every aligned group of R columns of B lies in B at a stride of s (1 or 2);
     R = 0: none. B's columns are addressed through a table (a convolution's output
@@ -1212,10 +1214,7 @@ def _run_width(g: Contraction, blk: Blocking) -> tuple[int, int]:
     step = g.b.coef.get(g.cols[-1])
     if g.b.stride(g.cols, g.sizes) is not None or step not in (1, 2):
         return 0, 1
-    width = g.sizes[g.cols[-1]]
-    run = 1
-    while run < blk.lanes and width % (2 * run) == 0 and blk.nr % (2 * run) == 0:
-        run *= 2
+    run = _pow2_dividing(blk.lanes, g.sizes[g.cols[-1]], blk.nr)
     return (run if run > 1 else 0), step
 
 
@@ -1229,11 +1228,8 @@ def _k_run(g: Contraction, blk: Blocking, split: _Split) -> tuple[int, int]:
     step = g.b.coef.get(g.red[-1])
     if step not in (1, 2):
         return 0, 1
-    width = g.sizes[g.red[-1]]
-    run = 1
-    while run < blk.lanes and all(v % (2 * run) == 0 for v in (
-            width, blk.kc, blk.nr, split.per_task if split.k else 0)):
-        run *= 2
+    run = _pow2_dividing(blk.lanes, g.sizes[g.red[-1]], blk.kc, blk.nr,
+                         split.per_task if split.k else 0)
     return (run if run >= 4 else 0), step
 
 
