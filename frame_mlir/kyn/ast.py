@@ -14,7 +14,7 @@ Locations are 1-based lines and 1-based columns; `end_col` is exclusive.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 __all__ = [
     "BatchNormLayer", "Block", "Call", "Comment", "DatasetBlock", "DenseLayer",
@@ -100,7 +100,7 @@ class Call:
         return None
 
 
-Value = Union[Literal, Ident, ParamRef, ListValue, Call]
+Value = Literal | Ident | ParamRef | ListValue | Call
 
 
 def plain(value: Value) -> Any:
@@ -165,7 +165,7 @@ class BatchNormLayer:
     keyword = "batchnorm"
 
 
-Layer = Union[InputLayer, DenseLayer, DropoutLayer, BatchNormLayer]
+Layer = InputLayer | DenseLayer | DropoutLayer | BatchNormLayer
 
 
 # -- blocks ------------------------------------------------------------------------------
@@ -261,8 +261,8 @@ class Import:
     kind = "import"
 
 
-Block = Union[DatasetBlock, ModelBlock, TrainBlock, EvaluateBlock, ExportBlock,
-              ParamsBlock, SweepBlock, Import]
+Block = (DatasetBlock | ModelBlock | TrainBlock | EvaluateBlock | ExportBlock | ParamsBlock
+         | SweepBlock | Import)
 
 
 @dataclass(frozen=True)

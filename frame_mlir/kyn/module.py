@@ -103,7 +103,9 @@ class TrainSpec:
     device: str = "auto"
     scheduler: SchedulerSpec | None = None
     early_stop: int | None = None  # patience in epochs
+    early_stop_min_delta: float = 0.0
     checkpoint: int | None = None  # every_n epochs
+    checkpoint_dir: str = "checkpoints"
     precision: str = "fp32"
     compile: bool = False
     seed: int | None = None

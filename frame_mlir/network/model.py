@@ -18,7 +18,6 @@ host buffer each, updated in place by the compiled code.
 
 from __future__ import annotations
 
-import ctypes
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,9 +29,7 @@ import numpy as np
 from frame_mlir.frontend.network.loader import NetworkSpec, load_network, network_from_doc
 from frame_mlir.runtime.executable import (
     ENV_CACHE,
-    FunctionSignature,
-    aligned_empty,
-    check_indices,
+    BoundFunction,
 )
 
 if TYPE_CHECKING:
@@ -131,37 +128,7 @@ def load(source: str | Path | Mapping[str, Any], *, seed: int = 0,
     return Network(spec, seed=seed, options=options, cache=cache)
 
 
-class _Bound:
-    """A compiled function with its pointer arguments prepared."""
-
-    def __init__(self, ex: Executable, sig: FunctionSignature):
-        self.sig = sig
-        self.fn = ex.function(sig.name)
-        self.arena = aligned_empty(max(sig.arena_size, 64))
-        #: result index -> host buffer of an out-parameter
-        self.outputs = {a.result_index: np.zeros(a.shape, dtype=a.dtype)
-                        for a in sig.of_kind("output")}
-
-    def call(self, buffers: list[np.ndarray]) -> None:
-        """Run with `buffers` for the input and param arguments, in argument order."""
-        it = iter(buffers)
-        ptrs = []
-        for a in self.sig.args:
-            if a.kind == "arena":
-                ptrs.append(ctypes.c_void_p(self.arena.ctypes.data))
-            elif a.kind == "output":
-                ptrs.append(ctypes.c_void_p(self.outputs[a.result_index].ctypes.data))
-            else:
-                buf = next(it)
-                assert buf.nbytes == a.nbytes and buf.flags.c_contiguous, a.name
-                if a.checks:  # labels out of range: an error, as in torch (the kernels
-                    # would treat such a row as matching no class)
-                    try:
-                        check_indices(self.sig.name, a, buf)
-                    except ValueError as e:
-                        raise ValueError(f"feed: input '{a.name}': {e}") from None
-                ptrs.append(ctypes.c_void_p(buf.ctypes.data))
-        self.fn(*ptrs)
+_Bound = BoundFunction
 
 
 class Network:

@@ -316,3 +316,61 @@ def compile_module(module: ModuleOp, *, lr: float | None = None, opt_level: int 
     sigs = signatures(module)  # after `loops`: kernels may add scratch to the arena
     run_pipeline(module, lr, start_after="loops", after_pass=after_pass, options=options)
     return Executable(module, sigs, opt_level=opt_level, cache=cache)
+
+
+class BoundFunction:
+    """A compiled function with its arena and out-parameter buffers allocated.
+
+    `call(buffers)` passes `buffers` for the input and param arguments (in argument
+    order) and checks them; `bind(buffers)` prepares the pointer list once for buffers
+    that stay the same from call to call (a training loop's staging, parameter and
+    state buffers), and `run()` then calls with it -- no per-call checks or ctypes
+    conversions, which dominate a small model's step otherwise."""
+
+    def __init__(self, ex: Executable, sig: FunctionSignature):
+        self.sig = sig
+        self.fn = ex.function(sig.name)
+        self.arena = aligned_empty(max(sig.arena_size, 64))
+        #: result index -> host buffer of an out-parameter
+        self.outputs = {a.result_index: np.zeros(a.shape, dtype=a.dtype)
+                        for a in sig.of_kind("output")}
+        self._bound: tuple[ctypes.c_void_p, ...] | None = None
+        self._keep: list[np.ndarray] = []
+
+    def _pointers(self, buffers: list[np.ndarray], check: bool) -> list[ctypes.c_void_p]:
+        it = iter(buffers)
+        ptrs = []
+        for a in self.sig.args:
+            if a.kind == "arena":
+                ptrs.append(ctypes.c_void_p(self.arena.ctypes.data))
+            elif a.kind == "output":
+                ptrs.append(ctypes.c_void_p(self.outputs[a.result_index].ctypes.data))
+            else:
+                buf = next(it)
+                if buf.nbytes != a.nbytes or not buf.flags.c_contiguous:
+                    raise ValueError(f"{self.sig.name}: argument '{a.name}' expects a "
+                                     f"contiguous buffer of {a.nbytes} bytes, found "
+                                     f"{buf.nbytes} bytes")
+                if check and a.checks:  # labels out of range: an error, as in torch
+                    # (the kernels would treat such a row as matching no class)
+                    try:
+                        check_indices(self.sig.name, a, buf)
+                    except ValueError as e:
+                        raise ValueError(f"feed: input '{a.name}': {e}") from None
+                ptrs.append(ctypes.c_void_p(buf.ctypes.data))
+        return ptrs
+
+    def call(self, buffers: list[np.ndarray]) -> None:
+        """Run with `buffers` for the input and param arguments, in argument order."""
+        self.fn(*self._pointers(buffers, True))
+
+    def bind(self, buffers: list[np.ndarray]) -> None:
+        """Fix `buffers` (kept alive here) for every later `run()`; the caller checks
+        label ranges itself, once per data set."""
+        self._keep = list(buffers)
+        self._bound = tuple(self._pointers(self._keep, False))
+
+    def run(self) -> None:
+        """Call with the buffers of the last `bind`."""
+        assert self._bound is not None, "bind() first"
+        self.fn(*self._bound)

@@ -1,0 +1,209 @@
+"""Shape inference and the resolved module (KynML's `ir/infer.py` + `_reconcile_train`).
+
+Each model's width is threaded through its layers: `input N` gives [batch, N], `dense`
+reads the incoming width as its `in_features`, `batchnorm` takes it as its feature count
+(an explicit size that disagrees is KYN-H03), `dropout` keeps it. Then the train block's
+loss is reconciled with the trained model's output (KYN-H04) and the export's
+`input_shape` with its input (KYN-H05). Warnings: a final softmax/log_softmax under
+cross_entropy (KYN-W01), a final activation other than log_softmax under nll (KYN-W02).
+Every shape diagnostic points at the layer or key concerned.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from frame_mlir.kyn.ast import Loc, Program
+from frame_mlir.kyn.errors import KynDiagnostic
+from frame_mlir.kyn.module import (
+    DatasetSpec,
+    EvaluateSpec,
+    ExportSpec,
+    KynModule,
+    LayerSpec,
+    ModelSpec,
+    OptimizerSpec,
+    SchedulerSpec,
+    TrainSpec,
+)
+from frame_mlir.kyn.validate import BAD, Checked
+
+__all__ = ["build_module", "infer_models", "resolve_data_path"]
+
+
+def _diag(rule: str, kind: str, message: str, file: str, loc: Loc | None) -> KynDiagnostic:
+    loc = loc or Loc(0, 0, 0, 0)
+    return KynDiagnostic(rule, kind, message, file, loc.line, loc.col, loc.end_line,
+                         loc.end_col)
+
+
+def infer_models(checked: Checked, program: Program, diags: list[KynDiagnostic]
+                 ) -> dict[str, ModelSpec]:
+    """Every model whose layers all passed validation, with widths inferred."""
+    models: dict[str, ModelSpec] = {}
+    origin = {m.name: (m.origin or program.file) for m in program.models}
+    for name, layers in checked.models.items():
+        file = origin.get(name, program.file)
+        if not layers or any(k == "bad" for k, _, _ in layers) or layers[0][0] != "input" \
+                or sum(k == "input" for k, _, _ in layers) != 1 \
+                or not any(k == "dense" for k, _, _ in layers):
+            continue
+        width = 0
+        out: list[LayerSpec] = []
+        ok = True
+        for kind, args, loc in layers:
+            if kind == "input":
+                width = args["size"]
+                out.append(LayerSpec("input", width, width, loc=loc))
+            elif kind == "dense":
+                out.append(LayerSpec("dense", width, args["units"], args["activation"],
+                                     loc=loc))
+                width = args["units"]
+            elif kind == "dropout":
+                out.append(LayerSpec("dropout", width, width, rate=args["rate"], loc=loc))
+            else:
+                f = args["features"]
+                if f is not None and f != width:
+                    diags.append(_diag("KYN-H03", "shape", f"[model {name}]: batchnorm size "
+                                       f"{f} does not match incoming feature dim {width}",
+                                       file, loc))
+                    ok = False
+                out.append(LayerSpec("batchnorm", width, width, loc=loc))
+        if ok:
+            m_loc = checked.locs.get(f"model:{name}", Loc(0, 0, 0, 0))
+            models[name] = ModelSpec(name, tuple(out), m_loc)
+    return models
+
+
+def layer_shapes(models: dict[str, ModelSpec], batch: int | None) -> dict[int, str]:
+    """Source line -> `kind: [b, in] -> [b, out]` (hover text of the language server)."""
+    b = str(batch) if batch else "batch"
+    out: dict[int, str] = {}
+    for m in models.values():
+        for layer in m.layers:
+            head = layer.kind
+            if layer.kind == "dense":
+                head = f"dense {layer.out_features} {layer.activation}"
+                shape = f"[{b}, {layer.in_features}] -> [{b}, {layer.out_features}]"
+            elif layer.kind == "input":
+                head = f"input {layer.out_features}"
+                shape = f"[{b}, {layer.out_features}]"
+            else:
+                if layer.kind == "dropout":
+                    head = f"dropout {layer.rate:g}"
+                shape = f"[{b}, {layer.in_features}] -> [{b}, {layer.out_features}]"
+            if layer.loc.line:
+                out[layer.loc.line] = f"{head}: {shape} float32 (model {m.name})"
+    return out
+
+
+def resolve_data_path(path: str, kyn_files: list[str]) -> str:
+    """The CSV a `csv("path")` names: against the current directory, then each `.kyn`
+    file's directory (the defining file's first); the last candidate when none exists."""
+    p = Path(path)
+    if p.is_absolute():
+        return str(p)
+    candidates = [Path.cwd() / p] + [Path(f).resolve().parent / p for f in kyn_files if f
+                                      and not f.startswith("<")]
+    for c in candidates:
+        if c.is_file():
+            return str(c.resolve())
+    return str(candidates[-1].resolve()) if len(candidates) > 1 else str(candidates[0])
+
+
+def build_module(program: Program, checked: Checked, text: str, path: str | None,
+                 diags: list[KynDiagnostic], params: dict[str, Any] | None = None
+                 ) -> tuple[KynModule | None, dict[str, ModelSpec]]:
+    """Shape inference and reconciliation; the module when there is no error at all."""
+    models = infer_models(checked, program, diags)
+    t = checked.train
+    file = program.file
+    main_dir_file = path or program.file
+    if t is not None and all(v is not BAD for v in t.values()) and t["model"] in models:
+        model = models[t["model"]]
+        loss = t["loss"]
+        units = model.output_units
+        final = model.final_activation
+        loss_loc = checked.locs.get("train.loss")
+        if loss == "bce":
+            if units != 1:
+                diags.append(_diag("KYN-H04", "shape", f"[train]: loss 'bce' expects a final "
+                                   f"dense layer with 1 output unit (got {units})", file,
+                                   loss_loc))
+            elif final not in ("sigmoid", "linear"):
+                diags.append(_diag("KYN-H04", "shape", f"[train]: loss 'bce' expects a final "
+                                   f"sigmoid (probabilities) or linear (logits) activation, "
+                                   f"found {final}", file, loss_loc))
+        elif loss in ("cross_entropy", "nll"):
+            if units < 2:
+                diags.append(_diag("KYN-H04", "shape", f"[train]: loss '{loss}' expects a "
+                                   f"final dense layer with at least 2 output units (got "
+                                   f"{units})", file, loss_loc))
+            elif loss == "cross_entropy" and final in ("softmax", "log_softmax"):
+                diags.append(_diag("KYN-W01", "warn", f"[train]: the final {final} of model "
+                                   f"'{model.name}' feeds loss 'cross_entropy', which applies "
+                                   f"log_softmax itself; use a final linear layer", file,
+                                   model.layers[-1].loc))
+            elif loss == "nll" and final != "log_softmax":
+                diags.append(_diag("KYN-W02", "warn", f"[train]: loss 'nll' expects "
+                                   f"log-probabilities, but model '{model.name}' ends with "
+                                   f"{final}; use a final log_softmax", file,
+                                   model.layers[-1].loc))
+        elif units != 1:
+            diags.append(_diag("KYN-H04", "shape", f"[train]: loss '{loss}' compares the "
+                               f"output with the one target column, so it expects a final "
+                               f"dense layer with 1 output unit (got {units})", file, loss_loc))
+        ex = checked.export
+        if ex is not None and isinstance(ex.get("input_shape"), tuple):
+            shape = ex["input_shape"]
+            if len(shape) != 2 or shape[1] != model.input_size:
+                diags.append(_diag("KYN-H05", "shape", f"[export]: input_shape expects "
+                                   f"[batch, {model.input_size}] for model '{model.name}', "
+                                   f"found {list(shape)}", file,
+                                   checked.locs.get("export.input_shape")))
+    if any(d.kind != "warn" for d in diags) or t is None:
+        return None, models
+    origins = {d.name: (d.origin or main_dir_file) for d in program.datasets}
+    datasets = {}
+    for name, d in checked.datasets.items():
+        src = d["source"][1]["path"]
+        kyn_files = [origins.get(name, main_dir_file), main_dir_file]
+        if path and origins.get(name) and not Path(origins[name]).is_absolute():
+            kyn_files[0] = str(Path(path).resolve().parent / origins[name])
+        datasets[name] = DatasetSpec(
+            name, src, resolve_data_path(src, kyn_files), d["target"], d["split"],
+            d["normalize"], d["shuffle"], d["num_workers"], d["pin_memory"], d["prefetch"],
+            checked.locs.get(f"dataset:{name}", Loc(0, 0, 0, 0)))
+    opt_name, opt_args = t["optimizer"]
+    if "betas" in opt_args:
+        opt_args = {**opt_args, "betas": tuple(opt_args["betas"])}
+    sched = None
+    if t["scheduler"] is not None:
+        s_name, s_args = t["scheduler"]
+        if s_name == "cosine" and s_args.get("T_max") is None:
+            s_args = {**s_args, "T_max": t["epochs"]}
+        sched = SchedulerSpec(s_name, s_args)
+    train = TrainSpec(
+        model=t["model"], data=t["data"], loss=t["loss"],
+        optimizer=OptimizerSpec(opt_name, dict(opt_args)), epochs=t["epochs"],
+        batch=t["batch"], device=t["device"], scheduler=sched,
+        early_stop=None if t["early_stop"] is None else t["early_stop"][1]["patience"],
+        early_stop_min_delta=0.0 if t["early_stop"] is None
+        else t["early_stop"][1]["min_delta"],
+        checkpoint=None if t["checkpoint"] is None else t["checkpoint"][1]["every_n"],
+        checkpoint_dir="checkpoints" if t["checkpoint"] is None
+        else t["checkpoint"][1]["dir"],
+        precision=t["precision"], compile=t["compile"], seed=t["seed"],
+        deterministic=t["deterministic"])
+    ev = checked.evaluate
+    ex = checked.export
+    module = KynModule(
+        source_path=path or program.file, source_text=text, datasets=datasets,
+        models=models, train=train,
+        evaluate=EvaluateSpec(ev["metrics"]) if ev else None,
+        export=ExportSpec(ex["format"], ex["path"], ex["input_shape"], ex["opset"])
+        if ex else None,
+        params=dict(params or {}),
+        warnings=tuple(str(d) for d in diags if d.kind == "warn"))
+    return module, models

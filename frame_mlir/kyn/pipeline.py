@@ -1,0 +1,92 @@
+"""The `.kyn` front door: source text -> every diagnostic -> the resolved module.
+
+    parse -> resolve_imports -> substitute_params -> validate -> infer (shapes)
+
+`analyze` never raises for a bad program: it returns every diagnostic it found (all
+syntax errors; or every composition, semantic and shape error of a program that parses)
+with what it could build. `compile_module_from_file` raises the errors instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from frame_mlir.kyn.ast import Program
+from frame_mlir.kyn.compose import resolve_imports, substitute_params
+from frame_mlir.kyn.errors import KynDiagnostic, KynParseError, raise_if_errors
+from frame_mlir.kyn.infer import build_module, layer_shapes
+from frame_mlir.kyn.module import KynModule
+from frame_mlir.kyn.parser import parse_with_diagnostics
+from frame_mlir.kyn.validate import validate
+
+__all__ = ["Analysis", "analyze", "load_module", "read_source"]
+
+
+@dataclass
+class Analysis:
+    """What the front end made of a program."""
+
+    program: Program | None
+    module: KynModule | None
+    diagnostics: list[KynDiagnostic] = field(default_factory=list)
+    #: 1-based source line of a layer -> its inferred shape, for hovers
+    layer_shapes: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> list[KynDiagnostic]:
+        return [d for d in self.diagnostics if d.kind != "warn"]
+
+    @property
+    def warnings(self) -> list[KynDiagnostic]:
+        return [d for d in self.diagnostics if d.kind == "warn"]
+
+
+def analyze(text: str, file: str = "<string>", path: str | None = None,
+            overrides: dict[str, Any] | None = None, *, composed: Program | None = None
+            ) -> Analysis:
+    """Every diagnostic of `text` (named `file`; `path` locates imports and data, default
+    `file`), and the module when there is no error. `overrides` are `--param` values."""
+    path = path if path is not None else (None if file.startswith("<") else file)
+    if composed is None:
+        program, diags = parse_with_diagnostics(text, file)
+        if diags:
+            return Analysis(program, None, diags)
+        diags = []
+        program = resolve_imports(program, path, diags)
+        params_values = {**(program.params.values if program.params else {}),
+                         **(overrides or {})}
+        program = substitute_params(program, overrides, diags)
+    else:
+        program, diags = composed, []
+        params_values = dict(overrides or {})
+    checked, sem = validate(program)
+    diags.extend(sem)
+    module, models = build_module(program, checked, text, path, diags, params_values)
+    batch = checked.train.get("batch") if checked.train else None
+    shapes = layer_shapes(models, batch if isinstance(batch, int) else None)
+    return Analysis(program, module, diags, shapes)
+
+
+def read_source(path: str | Path) -> str:
+    """The text of a `.kyn` file; a missing or unreadable file is a KynParseError."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise KynParseError([KynDiagnostic("KYN-P00", "parse", "file not found",
+                                           str(path))]) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise KynParseError([KynDiagnostic("KYN-P00", "parse", f"cannot read the file: {e}",
+                                           str(path))]) from None
+
+
+def load_module(path: str | Path, overrides: dict[str, Any] | None = None
+                ) -> tuple[KynModule, list[KynDiagnostic]]:
+    """The module of the `.kyn` file at `path` and its warnings; raises the KynError of
+    every error otherwise."""
+    text = read_source(path)
+    a = analyze(text, str(path), str(path), overrides)
+    raise_if_errors(a.diagnostics)
+    assert a.module is not None
+    return a.module, a.warnings
