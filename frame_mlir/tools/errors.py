@@ -20,8 +20,11 @@ def describe(tool: str, e: BaseException) -> tuple[str, int] | None:
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
     from frame_mlir.frontend.errors import SpecError
+    from frame_mlir.kyn.errors import KynError
     from frame_mlir.passes.pipeline import PipelineError
 
+    if isinstance(e, KynError):  # already `<file>:<line>:<col>: error: ... [RULE]` lines
+        return str(e), EXIT_ERROR
     if isinstance(e, SpecError):
         return "\n".join(f"{tool}: error: {line}" for line in str(e).splitlines()), EXIT_ERROR
     if isinstance(e, PipelineError):

@@ -1,0 +1,281 @@
+"""`frame-kyn`: the `.kyn` toolchain (docs/kyn.md, "Command line").
+
+    frame-kyn validate PATH            parse, compose, validate, infer shapes
+    frame-kyn compile PATH -o OUT.py   write the equivalent PyTorch training script
+    frame-kyn train PATH               train natively; writes run_manifest.json
+    frame-kyn sweep PATH               train every sweep point; writes sweep_results.json
+    frame-kyn fmt PATH [--write|--check]
+    frame-kyn ast PATH                 print the parsed AST
+    frame-kyn lsp                      the language server on stdio (extra [lsp])
+    frame-kyn lock create|check PATH   pin the program, its imports and data
+
+Usage errors exit 2; a bad program exits 1 with `<file>:<line>:<col>: error: ...
+[RULE]` lines on stderr; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from frame_mlir.tools.version import VersionAction
+
+TOOL = "frame-kyn"
+
+
+def _param_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a params value (repeatable; int, float, true/false, "
+                   "else a string)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from frame_mlir.passes.stages import STAGE_NAMES
+
+    p = argparse.ArgumentParser(prog=TOOL, description="The .kyn training DSL: validate, "
+                                "train natively, emit PyTorch, format, serve an editor.")
+    p.add_argument("--version", action=VersionAction)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    v = sub.add_parser("validate", help="check a program (syntax, semantics, shapes)",
+                       description="Parse, compose, validate and shape-check PATH. Prints "
+                       "'Valid .kyn program: PATH' or every error.")
+    v.add_argument("path", metavar="PATH")
+    _param_arg(v)
+
+    c = sub.add_parser("compile", help="write the equivalent PyTorch training script",
+                       description="Write a self-contained PyTorch script training PATH.")
+    c.add_argument("path", metavar="PATH")
+    c.add_argument("-o", "--output", required=True, metavar="OUT.py")
+    _param_arg(c)
+
+    t = sub.add_parser("train", help="train natively (LLVM-compiled step)",
+                       description="Train PATH natively: one line per epoch, the metrics, "
+                       "the export, and run_manifest.json in --out-dir.")
+    t.add_argument("path", metavar="PATH")
+    _param_arg(t)
+    t.add_argument("--out-dir", default=".", metavar="DIR",
+                   help="where run_manifest.json, checkpoints and relative export paths "
+                   "go (default: the current directory)")
+    t.add_argument("--seed", type=int, default=None, help="override train.seed")
+    t.add_argument("--check-lock", metavar="LOCK",
+                   help="refuse to train when LOCK no longer matches the program")
+    t.add_argument("--quiet", action="store_true", help="no per-epoch lines")
+    t.add_argument("--no-cache", action="store_true", help="do not use the compile cache")
+    t.add_argument("--emit-stage", choices=("frontend", *STAGE_NAMES, "llvm-ir", "llvm-opt",
+                                            "asm"),
+                   help="print the training step's IR at this stage and stop")
+    t.add_argument("--print-ir-after-all", action="store_true",
+                   help="print the IR after every pass to stderr")
+
+    s = sub.add_parser("sweep", help="train every sweep combination natively",
+                       description="Train each point of the sweep's Cartesian product "
+                       "(first axis slowest) and write sweep_results.json.")
+    s.add_argument("path", metavar="PATH")
+    _param_arg(s)
+    s.add_argument("--out-dir", default=".", metavar="DIR")
+    s.add_argument("--no-cache", action="store_true")
+
+    f = sub.add_parser("fmt", help="format a program canonically (keeps comments)",
+                       description="Print PATH formatted; --write rewrites it, --check "
+                       "exits 1 when it would change.")
+    f.add_argument("path", metavar="PATH")
+    g = f.add_mutually_exclusive_group()
+    g.add_argument("--write", action="store_true")
+    g.add_argument("--check", action="store_true")
+
+    a = sub.add_parser("ast", help="print the parsed AST", description="Print PATH's AST "
+                       "(before composition).")
+    a.add_argument("path", metavar="PATH")
+
+    sub.add_parser("lsp", help="run the language server on stdio (needs [lsp])",
+                   description="A Language Server (diagnostics, hover, completion) on "
+                   "stdio; needs pygls: pip install 'frame-mlir[lsp]'.")
+
+    lk = sub.add_parser("lock", help="create or check a lock file",
+                        description="create: pin the program's source, imports, data and "
+                        "the frame-mlir version; check: fail naming what drifted.")
+    lk.add_argument("action", choices=("create", "check"))
+    lk.add_argument("path", metavar="PATH")
+    lk.add_argument("--lock", default=None, metavar="FILE",
+                    help="the lock file (default: kynml.lock beside PATH)")
+    _param_arg(lk)
+    return p
+
+
+def _load(path: str, params: list[str]) -> Any:
+    from frame_mlir.kyn.compose import parse_overrides
+    from frame_mlir.kyn.pipeline import load_module
+
+    module, warnings = load_module(path, parse_overrides(params))
+    for w in warnings:
+        print(str(w), file=sys.stderr)
+    return module
+
+
+def _validate(args: argparse.Namespace) -> int:
+    _load(args.path, args.param)
+    print(f"Valid .kyn program: {args.path}")
+    return 0
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from frame_mlir.kyn.emit_torch import write_pytorch
+
+    module = _load(args.path, args.param)
+    write_pytorch(module, args.output)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from frame_mlir.kyn.run import run_module
+    from frame_mlir.tools.driver import print_ir_after_all_hook
+
+    module = _load(args.path, args.param)
+    if args.check_lock:
+        from frame_mlir.kyn.repro import check_lock
+
+        check_lock(module, args.check_lock)
+    if args.emit_stage:
+        return _emit(module, args)
+    hook = print_ir_after_all_hook(sys.stderr) if args.print_ir_after_all else None
+    run_module(module, args.out_dir, seed=args.seed, quiet=args.quiet,
+               cache=False if args.no_cache else None, after_pass=hook)
+    return 0
+
+
+def _emit(module: Any, args: argparse.Namespace) -> int:
+    """The training step (its function for train.batch rows, the evaluation function and
+    the optimizer update) at `--emit-stage`."""
+    from xdsl.dialects import builtin
+
+    from frame_mlir.kyn.lower import build_eval_function, build_train_function, symbol
+    from frame_mlir.kyn.optim import OptimizerRuntime, Schedule
+    from frame_mlir.kyn.trainer import check_supported
+    from frame_mlir.tools.driver import emit_module_stage
+
+    check_supported(module)
+    t = module.train
+    sched = Schedule(t.scheduler, t.optimizer, t.epochs, 1)
+    opt = OptimizerRuntime(t.optimizer, dynamic_momentum=sched.cycles_momentum)
+    from frame_mlir.kyn.lower import param_decls
+
+    shapes = [(p.name, p.shape) for p in param_decls(module) if p.trainable]
+    fns = [build_train_function(module, t.batch).fn, build_eval_function(module, t.batch).fn,
+           opt.build(f"{symbol(module.model.name)}_{t.optimizer.name}", shapes)]
+    emit_module_stage(builtin.ModuleOp(fns), None, args.emit_stage, sys.stdout,
+                      print_ir_after_all=args.print_ir_after_all)
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from frame_mlir.kyn.compose import expand_sweep, parse_overrides, resolve_imports
+    from frame_mlir.kyn.errors import raise_if_errors
+    from frame_mlir.kyn.pipeline import analyze, read_source
+    from frame_mlir.kyn.repro import write_json_atomic
+    from frame_mlir.kyn.run import run_module
+
+    text = read_source(args.path)
+    overrides = parse_overrides(args.param)
+    first = analyze(text, args.path, args.path, overrides)  # every error before any run
+    raise_if_errors(first.diagnostics)
+    from frame_mlir.kyn.parser import parse_text
+
+    program = resolve_imports(parse_text(text, args.path), args.path)
+    fixed = [e.key for e in (program.sweep.entries if program.sweep else ())
+             if e.key in overrides]
+    for k in fixed:
+        print(f"{TOOL}: note: --param {k} fixes the sweep axis '{k}'", file=sys.stderr)
+    combos = expand_sweep(program, overrides)
+    out_dir = Path(args.out_dir)
+    results = []
+    for i, (combo, resolved) in enumerate(combos):
+        a = analyze(text, args.path, args.path, {**overrides, **combo}, composed=resolved)
+        raise_if_errors(a.diagnostics)
+        label = ",".join(f"{k}={v}" for k, v in combo.items()) or "base"
+        print(f"sweep {i + 1}/{len(combos)} {label}")
+        run_dir = out_dir / "sweep" / f"{i:03d}"
+        r = run_module(a.module, run_dir, quiet=True,
+                       cache=False if args.no_cache else None)
+        results.append({"index": i, "params": combo, "metrics": r.manifest["metrics"],
+                        "final_loss": r.manifest["final_loss"],
+                        "manifest": str(Path(r.manifest_path)),
+                        "manifest_data": r.manifest})
+    path = out_dir / "sweep_results.json"
+    write_json_atomic(path, {"program": args.path, "results": results})
+    print(f"wrote {path}")
+    return 0
+
+
+def _fmt(args: argparse.Namespace) -> int:
+    from frame_mlir.kyn.format import format_source
+    from frame_mlir.kyn.pipeline import read_source
+
+    text = read_source(args.path)
+    formatted = format_source(text, args.path)
+    if args.check:
+        if formatted != text:
+            print(f"{args.path}: would be reformatted", file=sys.stderr)
+            return 1
+        return 0
+    if args.write:
+        if formatted != text:
+            tmp = Path(args.path).with_name(f".{Path(args.path).name}.fmt.tmp")
+            tmp.write_text(formatted, encoding="utf-8")
+            tmp.replace(args.path)
+        return 0
+    sys.stdout.write(formatted)
+    return 0
+
+
+def _ast(args: argparse.Namespace) -> int:
+    import pprint
+
+    from frame_mlir.kyn.parser import parse_file
+
+    program = parse_file(args.path)
+    for item in program.items:
+        print(pprint.pformat(item, width=100, sort_dicts=False))
+    return 0
+
+
+def _lsp(args: argparse.Namespace) -> int:
+    from frame_mlir.kyn.lsp import main as lsp_main
+
+    lsp_main()
+    return 0
+
+
+def _lock(args: argparse.Namespace) -> int:
+    from frame_mlir.kyn.repro import check_lock, create_lock
+
+    module = _load(args.path, args.param)
+    lock = args.lock or str(Path(args.path).with_name("kynml.lock"))
+    if args.action == "create":
+        create_lock(module, lock)
+        print(f"wrote {lock}")
+    else:
+        check_lock(module, lock)
+        print(f"lock ok: {lock}")
+    return 0
+
+
+COMMANDS = {"validate": _validate, "compile": _compile, "train": _train, "sweep": _sweep,
+            "fmt": _fmt, "ast": _ast, "lsp": _lsp, "lock": _lock}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from frame_mlir.tools.errors import run_cli
+
+    def body() -> int:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+
+    return run_cli(TOOL, body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
