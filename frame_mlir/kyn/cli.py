@@ -174,31 +174,30 @@ def _emit(module: Any, args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     from frame_mlir.kyn.compose import expand_sweep, parse_overrides, resolve_imports
     from frame_mlir.kyn.errors import raise_if_errors
+    from frame_mlir.kyn.parser import parse_text
     from frame_mlir.kyn.pipeline import analyze, read_source
     from frame_mlir.kyn.repro import write_json_atomic
     from frame_mlir.kyn.run import run_module
 
     text = read_source(args.path)
     overrides = parse_overrides(args.param)
-    first = analyze(text, args.path, args.path, overrides)  # every error before any run
-    raise_if_errors(first.diagnostics)
-    from frame_mlir.kyn.parser import parse_text
-
     program = resolve_imports(parse_text(text, args.path), args.path)
     fixed = [e.key for e in (program.sweep.entries if program.sweep else ())
              if e.key in overrides]
     for k in fixed:
         print(f"{TOOL}: note: --param {k} fixes the sweep axis '{k}'", file=sys.stderr)
-    combos = expand_sweep(program, overrides)
-    out_dir = Path(args.out_dir)
-    results = []
-    for i, (combo, resolved) in enumerate(combos):
+    points = []
+    for combo, resolved in expand_sweep(program, overrides):  # every error before any run
         a = analyze(text, args.path, args.path, {**overrides, **combo}, composed=resolved)
         raise_if_errors(a.diagnostics)
+        points.append((combo, a.module))
+    out_dir = Path(args.out_dir)
+    results = []
+    for i, (combo, module) in enumerate(points):
         label = ",".join(f"{k}={v}" for k, v in combo.items()) or "base"
-        print(f"sweep {i + 1}/{len(combos)} {label}")
+        print(f"sweep {i + 1}/{len(points)} {label}")
         run_dir = out_dir / "sweep" / f"{i:03d}"
-        r = run_module(a.module, run_dir, quiet=True,
+        r = run_module(module, run_dir, quiet=True,
                        cache=False if args.no_cache else None)
         results.append({"index": i, "params": combo, "metrics": r.manifest["metrics"],
                         "final_loss": r.manifest["final_loss"],

@@ -64,6 +64,9 @@ def analyze(text: str, file: str = "<string>", path: str | None = None,
     checked, sem = validate(program)
     diags.extend(sem)
     module, models = build_module(program, checked, text, path, diags, params_values)
+    # report in reading order (composition, validation and inference each walk the
+    # program their own way)
+    diags.sort(key=lambda d: (d.file != file, d.file, d.line, d.col))
     batch = checked.train.get("batch") if checked.train else None
     shapes = layer_shapes(models, batch if isinstance(batch, int) else None)
     return Analysis(program, module, diags, shapes)
