@@ -154,6 +154,18 @@ def build_module(program: Program, checked: Checked, text: str, path: str | None
             diags.append(_diag("KYN-H04", "shape", f"[train]: loss '{loss}' compares the "
                                f"output with the one target column, so it expects a final "
                                f"dense layer with 1 output unit (got {units})", file, loss_loc))
+        ev = checked.evaluate
+        if ev is not None and isinstance(ev.get("metrics"), tuple):
+            classify = loss in ("cross_entropy", "nll")
+            for metric in ev["metrics"]:
+                if (metric == "accuracy" and loss not in ("cross_entropy", "nll", "bce")) \
+                        or (metric != "accuracy" and classify):
+                    want = "accuracy" if classify else (
+                        "mae, mse, rmse or accuracy" if loss == "bce" else "mae, mse or rmse")
+                    diags.append(_diag("KYN-S15", "semantic", f"[evaluate]: metric "
+                                       f"'{metric}' does not apply to loss '{loss}'; "
+                                       f"expected {want}", file,
+                                       checked.locs.get("evaluate.metrics")))
         ex = checked.export
         if ex is not None and isinstance(ex.get("input_shape"), tuple):
             shape = ex["input_shape"]
