@@ -57,7 +57,7 @@ LAYER_KINDS = ("input", "dense", "dropout", "batchnorm")
 INDENT = 4
 
 _TOKEN = re.compile(r"""
-    (?P<ws>[ ]+)
+    (?P<ws>[ \t]+)
   | (?P<comment>\#.*)
   | (?P<string>"[^"]*")
   | (?P<badstring>"[^"]*$)
