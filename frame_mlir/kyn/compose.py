@@ -156,10 +156,8 @@ def _literal(value: Any, loc: Loc) -> Value:
         return value
     if isinstance(value, list | tuple):
         return ListValue(tuple(_literal(v, loc) for v in value), loc)
-    if isinstance(value, str) and value.isidentifier() and value not in ("true", "false"):
-        # `--param act=gelu` stands for the identifier where one is expected; the
-        # validator accepts a string there too.
-        return Ident(value, loc)
+    # a string stays a string: the validator also accepts it where an identifier is
+    # expected (`--param act=gelu`), and a string key keeps it (`--param tgt=price`)
     return Literal(value, loc, "")
 
 
@@ -183,6 +181,10 @@ def substitute_params(program: Program, overrides: dict[str, Any] | None = None,
                                  file, v.loc))
                 return v
             got = table[v.name]
+            if isinstance(got, ParamRef):
+                own.append(_diag("KYN-S10", f"params value '${got.name}' for '{v.name}': "
+                                 f"params hold literal values, not references", file, got.loc))
+                return v
             # the value takes the reference's place (errors about it point there)
             return dataclasses.replace(got, loc=v.loc)
         if isinstance(v, ListValue):

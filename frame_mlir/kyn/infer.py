@@ -120,11 +120,12 @@ def build_module(program: Program, checked: Checked, text: str, path: str | None
     t = checked.train
     file = program.file
     main_dir_file = path or program.file
-    if t is not None and all(v is not BAD for v in t.values()) and t["model"] in models:
+    if t is not None and t.get("model") in models and t.get("loss") not in (None, BAD):
         model = models[t["model"]]
         loss = t["loss"]
         units = model.output_units
         final = model.final_activation
+        last_dense = [x for x in model.layers if x.kind == "dense"][-1]
         loss_loc = checked.locs.get("train.loss")
         if loss == "bce":
             if units != 1:
@@ -144,12 +145,12 @@ def build_module(program: Program, checked: Checked, text: str, path: str | None
                 diags.append(_diag("KYN-W01", "warn", f"[train]: the final {final} of model "
                                    f"'{model.name}' feeds loss 'cross_entropy', which applies "
                                    f"log_softmax itself; use a final linear layer", file,
-                                   model.layers[-1].loc))
+                                   last_dense.loc))
             elif loss == "nll" and final != "log_softmax":
                 diags.append(_diag("KYN-W02", "warn", f"[train]: loss 'nll' expects "
                                    f"log-probabilities, but model '{model.name}' ends with "
                                    f"{final}; use a final log_softmax", file,
-                                   model.layers[-1].loc))
+                                   last_dense.loc))
         elif units != 1:
             diags.append(_diag("KYN-H04", "shape", f"[train]: loss '{loss}' compares the "
                                f"output with the one target column, so it expects a final "

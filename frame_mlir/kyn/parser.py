@@ -293,6 +293,9 @@ class _Parser:
             toks, comment = tokenize_line(raw)
         except _LineError as e:
             self.error(str(e), n, e.col, e.end, e.rule)
+            if not lead:  # a broken header still ends the previous block; its body is
+                self.close()  # covered by this error
+                self.block_broken = True
             return
         if comment is not None:
             self.comments.append(Comment(comment.text.rstrip(), n, comment.col + 1,
@@ -309,6 +312,7 @@ class _Parser:
     # -- top level -----------------------------------------------------------------------
     def header(self, line: _Line) -> None:
         self.close()
+        self.block_broken = True  # until the header parses: its body lines add no errors
         first = line.next("a block header")
         if first.kind != "ident" or first.text not in HEADERS:
             hint = did_you_mean(first.text, HEADERS) if first.kind == "ident" else ""
@@ -321,7 +325,8 @@ class _Parser:
                 raise _LineError(f"expected a quoted path after 'import', found '{path.text}'",
                                  path.col, path.end)
             line.finish("the import path")
-            self.items.append(Import(path.text[1:-1], line.loc(0, len(line.text.rstrip()))))
+            self.items.append(Import(path.text[1:-1], line.loc(0, path.end)))
+            self.block_broken = False
             return
         name, name_loc = "", Loc(0, 0, 0, 0)
         if first.text in ("dataset", "model"):
@@ -352,10 +357,10 @@ class _Parser:
         line.expect("=", f"after the key '{key.text}'")
         value = line.value()
         line.finish("the value")
-        if kind == "sweep" and not isinstance(value, ListValue | ParamRef):
+        if kind == "sweep" and not isinstance(value, ListValue):
             raise _LineError(f"sweep axis '{key.text}' must be a list, e.g. "
-                             f"{key.text} = [..., ...]", key.col,
-                             len(line.text.split("#")[0].rstrip()), "KYN-P05")
+                             f"{key.text} = [..., ...]", key.col, line.toks[-1].end,
+                             "KYN-P05")
         stmts.append(Entry(key.text, value, line.loc(INDENT, line.toks[-1].end),
                            line.loc(key.col, key.end)))
 

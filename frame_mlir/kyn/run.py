@@ -4,6 +4,7 @@ run manifest (what `frame-kyn train` and each point of `frame-kyn sweep` do)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -65,6 +66,11 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
 
     out = stdout or sys.stdout
     err = stderr or sys.stderr
+    if seed is not None:  # --seed stands for train.seed everywhere: split, shuffle,
+        # initialisation and dropout (as the emitted script's --seed does)
+        module = dataclasses.replace(module, train=dataclasses.replace(module.train,
+                                                                       seed=seed))
+        seed = None
     check_supported(module)
     out_dir = Path(out_dir)
     data = load_data(module)

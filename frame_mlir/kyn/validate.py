@@ -246,8 +246,11 @@ class _Validator:
             seen[e.key] = e
             self.out.locs[f"{kind}.{e.key}"] = e.loc
             try:
-                out[e.key] = self.check(e.value, table[e.key], f"{label}: {e.key}"
-                                        if kind != "train" else e.key, file)
+                key = table[e.key]
+                # an enum reads as KynML's `Unsupported <enum> '<x>'` (`format`, `loss`)
+                what = key.type[5:] if key.type.startswith("enum:") else \
+                    e.key if kind == "train" else f"{label}: {e.key}"
+                out[e.key] = self.check(e.value, key, what, file)
             except _Bad:
                 out[e.key] = _Bad
         for k, key in table.items():
