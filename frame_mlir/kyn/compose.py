@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -55,21 +56,27 @@ def resolve_imports(program: Program, source_path: str | None = None,
     base = Path(source_path).resolve().parent if source_path else Path.cwd()
     start = str(Path(source_path).resolve()) if source_path else program.file
     seen: dict[str, tuple[DatasetBlock | ModelBlock, ...]] = {}
-    merged: list[DatasetBlock | ModelBlock] = []
+    # (block, the host's import line that brought it in: where a duplicate is reported)
+    merged: list[tuple[DatasetBlock | ModelBlock, Loc]] = []
     for imp in program.imports:
-        merged.extend(_load_import(imp.path, imp.loc, base, program.file, [start], seen, own))
-    # duplicates: between imported files and with the host
+        for b in _load_import(imp.path, imp.loc, base, program.file, [start], seen, own,
+                              base):
+            merged.append((b, imp.loc))
+    # duplicates: between or inside imported files (origins are paths relative to the
+    # host's folder, so two files of one name in different folders differ), and with
+    # the host
     where: dict[tuple[str, str], str] = {}
     out: list[DatasetBlock | ModelBlock] = []
-    for b in merged:
+    for b, iloc in merged:
         key = (b.kind, b.name)
-        if key in where and where[key] != b.origin:
-            own.append(_diag("KYN-S11", f"duplicate {b.kind} '{b.name}' (defined in both "
-                             f"{where[key]} and {b.origin})", program.file, None))
+        if key in where:
+            both = (f"defined twice in {b.origin}" if where[key] == b.origin else
+                    f"defined in both {where[key]} and {b.origin}")
+            own.append(_diag("KYN-S11", f"duplicate {b.kind} '{b.name}' ({both})",
+                             program.file, iloc))
             continue
-        if key not in where:
-            where[key] = b.origin
-            out.append(b)
+        where[key] = b.origin
+        out.append(b)
     for b in (*program.datasets, *program.models):
         key = (b.kind, b.name)
         if key in where:
@@ -88,11 +95,14 @@ def resolve_imports(program: Program, source_path: str | None = None,
 
 def _load_import(rel: str, loc: Loc, base: Path, host: str, chain: list[str],
                  seen: dict[str, tuple[DatasetBlock | ModelBlock, ...]],
-                 diags: list[KynDiagnostic]) -> tuple[DatasetBlock | ModelBlock, ...]:
+                 diags: list[KynDiagnostic], root: Path
+                 ) -> tuple[DatasetBlock | ModelBlock, ...]:
     from frame_mlir.kyn.parser import parse_with_diagnostics
 
     path = (base / rel).resolve()
     key = str(path)
+    # the file's name in diagnostics and `origin`: relative to the main program's folder
+    name = Path(os.path.relpath(path, root)).as_posix()
     if key in chain:
         cycle = " -> ".join(Path(p).name for p in [*chain[chain.index(key):], key])
         diags.append(_diag("KYN-S12", f"import cycle: {cycle}", host, loc))
@@ -108,17 +118,16 @@ def _load_import(rel: str, loc: Loc, base: Path, host: str, chain: list[str],
     except (OSError, UnicodeDecodeError) as e:
         diags.append(_diag("KYN-S12", f"cannot read imported file '{rel}': {e}", host, loc))
         return ()
-    sub, errors = parse_with_diagnostics(text, str(rel) if not Path(rel).is_absolute()
-                                         else key)
-    sub = dataclasses.replace(sub, file=rel)
+    sub, errors = parse_with_diagnostics(text, name)
+    sub = dataclasses.replace(sub, file=name)
     if errors:
         diags.extend(errors)
     blocks: list[DatasetBlock | ModelBlock] = []
     for imp in sub.imports:
-        blocks.extend(_load_import(imp.path, imp.loc, path.parent, rel, [*chain, key], seen,
-                                   diags))
+        blocks.extend(_load_import(imp.path, imp.loc, path.parent, name, [*chain, key], seen,
+                                   diags, root))
     for b in (*sub.datasets, *sub.models):
-        blocks.append(dataclasses.replace(b, origin=rel))
+        blocks.append(dataclasses.replace(b, origin=name))
     seen[key] = tuple(blocks)
     return tuple(blocks)
 

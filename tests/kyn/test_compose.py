@@ -420,9 +420,6 @@ def test_duplicate_between_two_imported_files(tmp_path: Path) -> None:
         and "b.kyn" in d.message
 
 
-@pytest.mark.xfail(strict=True, reason="compose.resolve_imports: a duplicate between two "
-                   "imported files is reported with no place (line 0), so it does not read "
-                   "'<file>:<line>:<col>: error: ...'")
 def test_duplicate_between_two_imported_files_has_a_place(tmp_path: Path) -> None:
     write(tmp_path, {"a.kyn": "model M:\n    input 1\n    dense 1\n",
                      "b.kyn": "model M:\n    input 2\n    dense 1\n",
@@ -432,10 +429,6 @@ def test_duplicate_between_two_imported_files_has_a_place(tmp_path: Path) -> Non
     assert d.line >= 1 and d.col >= 1
 
 
-@pytest.mark.xfail(strict=True, reason="compose.resolve_imports: blocks are told apart by "
-                   "their import path as written, so two different files both imported as "
-                   "'common.kyn' (from different folders) that define the same dataset are "
-                   "not a duplicate: one is silently dropped")
 def test_duplicate_from_two_files_with_the_same_relative_name(tmp_path: Path) -> None:
     write(tmp_path, {
         "sub1/common.kyn": 'dataset D:\n    source = csv("a.csv")\n    target = "y"\n',
@@ -448,9 +441,6 @@ def test_duplicate_from_two_files_with_the_same_relative_name(tmp_path: Path) ->
     assert [d.rule for d in diags] == ["KYN-S11"]
 
 
-@pytest.mark.xfail(strict=True, reason="compose.resolve_imports: a name defined twice inside "
-                   "one imported file is silently merged once (validate only sees the host's "
-                   "own duplicates)")
 def test_duplicate_inside_an_imported_file(tmp_path: Path) -> None:
     write(tmp_path, {"lib.kyn": DATASET + DATASET.replace("d.csv", "e.csv"),
                      "host.kyn": 'import "lib.kyn"\nmodel M:\n    input 1\n    dense 1\n'
@@ -526,9 +516,6 @@ def test_syntax_error_in_an_imported_file(tmp_path: Path) -> None:
     assert [(d.rule, Path(d.file).name, d.line) for d in diags] == [("KYN-P01", "lib.kyn", 2)]
 
 
-@pytest.mark.xfail(strict=True, reason="compose._load_import: a diagnostic about a nested "
-                   "import names the file by its path relative to the importing file "
-                   "('inner.kyn'), not a path that locates it ('lib/inner.kyn')")
 def test_nested_import_diagnostic_names_a_usable_path(tmp_path: Path) -> None:
     write(tmp_path, {"lib/inner.kyn": "model Q:\n  input 3\n",
                      "lib/outer.kyn": 'import "inner.kyn"\n',
@@ -546,9 +533,6 @@ def test_imported_csv_path_resolves_next_to_the_defining_file(tmp_path: Path) ->
     assert module.dataset.resolved == str((tmp_path / "lib/d.csv").resolve())
 
 
-@pytest.mark.xfail(strict=True, reason="infer.build_module: a dataset from a nested import "
-                   "has origin 'data.kyn' (relative to lib/), which is joined to the host's "
-                   "folder, so its CSV resolves to <host>/d.csv instead of lib/d.csv")
 def test_nested_imported_csv_path_resolves_next_to_the_defining_file(tmp_path: Path) -> None:
     write(tmp_path, {"lib/d.csv": "a,y\n1,2\n", "lib/data.kyn": DATASET,
                      "lib/outer.kyn": 'import "data.kyn"\n',
