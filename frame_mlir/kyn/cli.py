@@ -150,23 +150,13 @@ def _train(args: argparse.Namespace) -> int:
 def _emit(module: Any, args: argparse.Namespace) -> int:
     """The training step (its function for train.batch rows, the evaluation function and
     the optimizer update) at `--emit-stage`."""
-    from xdsl.dialects import builtin
-
-    from frame_mlir.kyn.lower import build_eval_function, build_train_function, symbol
-    from frame_mlir.kyn.optim import OptimizerRuntime, Schedule
-    from frame_mlir.kyn.trainer import check_supported
+    from frame_mlir.kyn.trainer import check_supported, optimizer_runtime, step_functions
     from frame_mlir.tools.driver import emit_module_stage
 
     check_supported(module)
-    t = module.train
-    sched = Schedule(t.scheduler, t.optimizer, t.epochs, 1)
-    opt = OptimizerRuntime(t.optimizer, dynamic_momentum=sched.cycles_momentum)
-    from frame_mlir.kyn.lower import param_decls
-
-    shapes = [(p.name, p.shape) for p in param_decls(module) if p.trainable]
-    fns = [build_train_function(module, t.batch).fn, build_eval_function(module, t.batch).fn,
-           opt.build(f"{symbol(module.model.name)}_{t.optimizer.name}", shapes)]
-    emit_module_stage(builtin.ModuleOp(fns), None, args.emit_stage, sys.stdout,
+    _, opt = optimizer_runtime(module, 1)
+    fns = step_functions(module, [module.train.batch], module.train.batch, opt)
+    emit_module_stage(fns.module(), None, args.emit_stage, sys.stdout,
                       print_ir_after_all=args.print_ir_after_all)
     return 0
 
@@ -174,8 +164,8 @@ def _emit(module: Any, args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     from frame_mlir.kyn.compose import expand_sweep, parse_overrides, resolve_imports
     from frame_mlir.kyn.errors import raise_if_errors
-    from frame_mlir.kyn.parser import parse_text
-    from frame_mlir.kyn.pipeline import analyze, read_source
+    from frame_mlir.kyn.parser import parse_text, read_source
+    from frame_mlir.kyn.pipeline import analyze
     from frame_mlir.kyn.repro import write_json_atomic
     from frame_mlir.kyn.run import run_module
 
@@ -210,23 +200,18 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _fmt(args: argparse.Namespace) -> int:
-    from frame_mlir.kyn.format import format_source
-    from frame_mlir.kyn.pipeline import read_source
+    from frame_mlir.kyn.format import format_file, format_source
+    from frame_mlir.kyn.parser import read_source
 
-    text = read_source(args.path)
-    formatted = format_source(text, args.path)
     if args.check:
-        if formatted != text:
+        text = read_source(args.path)
+        if format_source(text, args.path) != text:
             print(f"{args.path}: would be reformatted", file=sys.stderr)
             return 1
         return 0
-    if args.write:
-        if formatted != text:
-            tmp = Path(args.path).with_name(f".{Path(args.path).name}.fmt.tmp")
-            tmp.write_text(formatted, encoding="utf-8")
-            tmp.replace(args.path)
-        return 0
-    sys.stdout.write(formatted)
+    formatted = format_file(args.path, write=args.write)
+    if not args.write:
+        sys.stdout.write(formatted)
     return 0
 
 

@@ -40,9 +40,7 @@ __all__ = ["coerce_param", "expand_sweep", "parse_overrides", "resolve_imports",
 
 
 def _diag(rule: str, message: str, file: str, loc: Loc | None) -> KynDiagnostic:
-    loc = loc or Loc(0, 0, 0, 0)
-    return KynDiagnostic(rule, "semantic", message, file, loc.line, loc.col, loc.end_line,
-                         loc.end_col)
+    return KynDiagnostic.at(rule, "semantic", message, file, loc)
 
 
 # -- imports -----------------------------------------------------------------------------

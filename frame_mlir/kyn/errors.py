@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "KynCodegenError",
@@ -57,6 +58,14 @@ class KynDiagnostic:
     col: int = 0
     end_line: int = 0
     end_col: int = 0
+
+    @classmethod
+    def at(cls, rule: str, kind: str, message: str, file: str, loc: Any = None
+           ) -> KynDiagnostic:
+        """A diagnostic placed at `loc` (an `ast.Loc`; None: no place in the text)."""
+        if loc is None:
+            return cls(rule, kind, message, file)
+        return cls(rule, kind, message, file, loc.line, loc.col, loc.end_line, loc.end_col)
 
     @property
     def severity(self) -> str:

@@ -36,6 +36,7 @@ from typing import IO, Any
 import numpy as np
 
 from frame_mlir.api.onnx_weights import _len_field, _varint, _varint_field
+from frame_mlir.fileio import atomic_write_stream
 from frame_mlir.kyn.errors import KynCodegenError, KynDiagnostic
 from frame_mlir.kyn.module import ExportSpec, LayerSpec, ModelSpec
 
@@ -96,39 +97,13 @@ def _codegen_error(message: str, source: str) -> KynCodegenError:
 
 
 def _atomic_write(path: str, write: Callable[[IO[bytes]], None], source: str) -> None:
-    """Run `write` on a fresh temporary file next to `path`, then move it onto `path`.
-
-    The temporary file is opened with mode 0o666 (less the umask), the mode a plain
-    open() would give the target, and synced before the rename so that a crash cannot
-    leave an empty file under the final name. An OS failure is a `KYN-C06` error naming the
-    file; anything `write` raises propagates unchanged. The temporary file never survives.
-    """
-    target = os.path.abspath(path)
-    folder, base = os.path.split(target)
-    tmp = ""
+    """`fileio.atomic_write_stream`; an OS failure is a `KYN-C06` error naming the file,
+    anything `write` raises propagates unchanged."""
     try:
-        while True:
-            tmp = os.path.join(folder, f".{base}.{secrets.token_hex(6)}.tmp")
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-                break
-            except FileExistsError:
-                continue
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-        tmp = ""
+        atomic_write_stream(path, write)
     except OSError as e:
         raise _codegen_error(f"cannot write export file '{path}': {e.strerror or e}",
                              source) from e
-    finally:
-        if tmp:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def _import_torch(what: str, source: str) -> Any:

@@ -29,13 +29,13 @@ The formatter raises `KynParseError` on a syntax error and never looks at semant
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 
+from frame_mlir.fileio import atomic_write_stream
 from frame_mlir.kyn.ast import (
     BatchNormLayer,
     Block,
@@ -61,7 +61,7 @@ from frame_mlir.kyn.ast import (
     Value,
 )
 from frame_mlir.kyn.errors import KynParseError
-from frame_mlir.kyn.parser import parse_with_diagnostics
+from frame_mlir.kyn.parser import parse_with_diagnostics, read_source
 from frame_mlir.kyn.vocab import KEYS, REQUIRED, Key
 
 __all__ = ["format_file", "format_float", "format_source", "format_value", "main"]
@@ -290,39 +290,19 @@ def format_file(path: str | Path, write: bool = False) -> str:
     """The canonical form of the `.kyn` file at `path`; with `write`, the file is also
     rewritten when it changes. Raises KynParseError on a syntax error (nothing is
     written then)."""
-    p = Path(path)
-    text = p.read_text(encoding="utf-8")
+    text = read_source(path)
     out = format_source(text, str(path))
     if write and out != text:  # atomically: an interrupted write never truncates it
-        tmp = p.with_name(f".{p.name}.fmt.tmp")
-        tmp.write_text(out, encoding="utf-8")
-        tmp.replace(p)
+        atomic_write_stream(path, lambda f: f.write(out.encode("utf-8")))
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m frame_mlir.kyn.format FILE [--write] [--check]` (KynML's interface)."""
-    ap = argparse.ArgumentParser(prog="python -m frame_mlir.kyn.format",
-                                 description="Print a .kyn file in canonical form.")
-    ap.add_argument("file")
-    ap.add_argument("--write", action="store_true", help="rewrite the file in place")
-    ap.add_argument("--check", action="store_true",
-                    help="exit 1 if the file would change; print nothing")
-    args = ap.parse_args(argv)
-    try:
-        text = Path(args.file).read_text(encoding="utf-8")
-        out = format_file(args.file, write=args.write and not args.check)
-    except KynParseError as e:
-        print(e, file=sys.stderr)
-        return 1
-    except OSError as e:
-        print(f"{args.file}: {e}", file=sys.stderr)
-        return 1
-    if args.check:
-        return 0 if out == text else 1
-    if not args.write:
-        sys.stdout.write(out)
-    return 0
+    """`python -m frame_mlir.kyn.format FILE [--write | --check]` (KynML's interface):
+    `frame-kyn fmt`."""
+    from frame_mlir.kyn.cli import main as cli_main
+
+    return cli_main(["fmt", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -31,11 +31,7 @@ from frame_mlir.kyn.validate import BAD, Checked
 
 __all__ = ["build_module", "infer_models", "resolve_data_path"]
 
-
-def _diag(rule: str, kind: str, message: str, file: str, loc: Loc | None) -> KynDiagnostic:
-    loc = loc or Loc(0, 0, 0, 0)
-    return KynDiagnostic(rule, kind, message, file, loc.line, loc.col, loc.end_line,
-                         loc.end_col)
+_diag = KynDiagnostic.at
 
 
 def infer_models(checked: Checked, program: Program, diags: list[KynDiagnostic]

@@ -49,7 +49,8 @@ from frame_mlir.kyn.ast import (
 )
 from frame_mlir.kyn.errors import KynDiagnostic, KynParseError, did_you_mean
 
-__all__ = ["HEADERS", "LAYER_KINDS", "parse_file", "parse_text", "tokenize_line"]
+__all__ = ["HEADERS", "LAYER_KINDS", "parse_file", "parse_text", "read_source",
+           "tokenize_line"]
 
 #: top-level keywords
 HEADERS = ("import", "params", "sweep", "dataset", "model", "train", "evaluate", "export")
@@ -215,19 +216,23 @@ class _Line:
                                  f"found '{sep.text}'", sep.col)
 
 
-def parse_file(path: str | Path) -> Program:
-    """Parse the `.kyn` file at `path` (UTF-8). Raises KynParseError (all syntax errors),
-    or a KynParseError with rule KYN-P00 when the file cannot be read."""
-    p = Path(path)
+def read_source(path: str | Path) -> str:
+    """The text of a `.kyn` file; a missing or unreadable file is a KynParseError
+    (rule KYN-P00)."""
     try:
-        text = p.read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise KynParseError([KynDiagnostic("KYN-P00", "parse", "file not found",
                                            str(path))]) from None
     except (OSError, UnicodeDecodeError) as e:
         raise KynParseError([KynDiagnostic("KYN-P00", "parse", f"cannot read the file: {e}",
                                            str(path))]) from None
-    return parse_text(text, str(path))
+
+
+def parse_file(path: str | Path) -> Program:
+    """Parse the `.kyn` file at `path` (UTF-8). Raises KynParseError (all syntax errors,
+    or KYN-P00 when the file cannot be read)."""
+    return parse_text(read_source(path), str(path))
 
 
 def parse_text(text: str, source: str = "<string>") -> Program:

@@ -15,10 +15,10 @@ from typing import Any
 
 from frame_mlir.kyn.ast import Program
 from frame_mlir.kyn.compose import resolve_imports, substitute_params
-from frame_mlir.kyn.errors import KynDiagnostic, KynParseError, raise_if_errors
+from frame_mlir.kyn.errors import KynDiagnostic, raise_if_errors
 from frame_mlir.kyn.infer import build_module, layer_shapes
 from frame_mlir.kyn.module import KynModule
-from frame_mlir.kyn.parser import parse_with_diagnostics
+from frame_mlir.kyn.parser import parse_with_diagnostics, read_source
 from frame_mlir.kyn.validate import validate
 
 __all__ = ["Analysis", "analyze", "load_module", "read_source"]
@@ -70,18 +70,6 @@ def analyze(text: str, file: str = "<string>", path: str | None = None,
     batch = checked.train.get("batch") if checked.train else None
     shapes = layer_shapes(models, batch if isinstance(batch, int) else None)
     return Analysis(program, module, diags, shapes)
-
-
-def read_source(path: str | Path) -> str:
-    """The text of a `.kyn` file; a missing or unreadable file is a KynParseError."""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise KynParseError([KynDiagnostic("KYN-P00", "parse", "file not found",
-                                           str(path))]) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise KynParseError([KynDiagnostic("KYN-P00", "parse", f"cannot read the file: {e}",
-                                           str(path))]) from None
 
 
 def load_module(path: str | Path, overrides: dict[str, Any] | None = None

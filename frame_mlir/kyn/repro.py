@@ -2,7 +2,7 @@
 
 * `config_hash(text)`: SHA-256 of the `.kyn` source text (UTF-8), as KynML computes it.
 * `data_hash(path)`: SHA-256 of the dataset file, None when it cannot be read.
-* `write_manifest(path, fields)`: `run_manifest.json`, written atomically.
+* `write_json_atomic(path, data)`: `run_manifest.json`, locks and sweep results.
 * `create_lock` / `check_lock`: the lock records the program's config hash, every
   imported file's hash, the data file's hash and the frame-mlir version; a check names
   each thing that drifted (LockMismatchError, rule KYN-L01).
@@ -15,16 +15,16 @@ import json
 import os
 import platform
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from frame_mlir.fileio import atomic_write_stream
 from frame_mlir.kyn.csvload import file_sha256
 from frame_mlir.kyn.errors import KynDiagnostic, LockMismatchError
 from frame_mlir.kyn.module import KynModule
 
 __all__ = ["LOCK_VERSION", "check_lock", "config_hash", "create_lock", "data_hash",
-           "env_info", "lock_fields", "version", "write_json_atomic", "write_manifest"]
+           "env_info", "lock_fields", "version", "write_json_atomic"]
 
 LOCK_VERSION = 1
 
@@ -55,23 +55,11 @@ def env_info() -> dict[str, str]:
 
 
 def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write `data` as indented JSON through a temporary file and a rename."""
+    """Write `data` as indented JSON (`fileio.atomic_write_stream`), creating the folder."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_manifest(path: str | Path, fields: dict[str, Any]) -> None:
-    """`run_manifest.json`: the fields of KynML's manifest first, then ours."""
-    write_json_atomic(path, fields)
+    text = json.dumps(data, indent=2) + "\n"
+    atomic_write_stream(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def _imports(module_path: str) -> dict[str, str]:

@@ -37,20 +37,17 @@ def load_data(module: KynModule) -> dict[str, Any]:
     try:
         data = load_csv_dataset(d.resolved, d.target, d.split, d.normalize, seed, module.task)
     except CsvDataError as e:
-        loc = d.loc
-        raise KynCodegenError([KynDiagnostic(
-            "KYN-C01", "codegen", f"dataset '{d.name}': {e}", module.source_path, loc.line,
-            loc.col, loc.end_line, loc.end_col)]) from None
+        raise KynCodegenError([KynDiagnostic.at(
+            "KYN-C01", "codegen", f"dataset '{d.name}': {e}", module.source_path, d.loc)]
+        ) from None
     width = data["x_train"].shape[1]
     model = module.model
     if width != model.input_size:
-        loc = model.layers[0].loc
-        names = ", ".join(data["feature_names"][:12]) + (
-            ", ..." if width > 12 else "")
-        raise KynCodegenError([KynDiagnostic(
+        names = ", ".join(data["feature_names"][:12]) + (", ..." if width > 12 else "")
+        raise KynCodegenError([KynDiagnostic.at(
             "KYN-C02", "codegen", f"model '{model.name}' declares input {model.input_size}, "
             f"but dataset '{d.name}' encodes to {width} feature columns ({names})",
-            module.source_path, loc.line, loc.col, loc.end_line, loc.end_col)])
+            module.source_path, model.layers[0].loc)])
     return data
 
 
@@ -60,7 +57,13 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
                quiet: bool = False, manifest_name: str = "run_manifest.json") -> RunResult:
     """Train `module` natively and write its manifest (and export) under `out_dir`."""
     from frame_mlir.kyn.export import export_model
-    from frame_mlir.kyn.repro import config_hash, data_hash, env_info, version, write_manifest
+    from frame_mlir.kyn.repro import (
+        config_hash,
+        data_hash,
+        env_info,
+        version,
+        write_json_atomic,
+    )
     from frame_mlir.runtime.executable import ENV_CACHE
     from frame_mlir.tools.progress import progress
 
@@ -128,6 +131,6 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
         "train_seconds": round(report.train_seconds, 6),
     }
     path = out_dir / manifest_name
-    write_manifest(path, manifest)
+    write_json_atomic(path, manifest)  # KynML's fields first, then ours
     out.write(f"manifest {path}\n")
     return RunResult(report, manifest, str(path), export_path, trainer)

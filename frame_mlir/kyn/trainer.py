@@ -13,8 +13,6 @@ masks, writes the step's hyperparameters and calls two native functions.
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,10 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from xdsl.dialects import builtin, func
 
 from frame_mlir.data.shuffle import epoch_order
 from frame_mlir.kyn.errors import KynCodegenError, KynDiagnostic
+from frame_mlir.kyn.export import export_npz
 from frame_mlir.kyn.lower import (
+    BuiltKyn,
     build_eval_function,
     build_train_function,
     param_decls,
@@ -36,8 +37,8 @@ from frame_mlir.kyn.optim import OptimizerRuntime, Schedule
 from frame_mlir.runtime.executable import ENV_CACHE, BoundFunction
 from frame_mlir.runtime.random import MT19937, uniform_float32
 
-__all__ = ["KynTrainer", "TrainReport", "check_supported", "compute_metrics",
-           "initial_params"]
+__all__ = ["KynTrainer", "StepFunctions", "TrainReport", "check_supported", "compute_metrics",
+           "initial_params", "optimizer_runtime", "step_functions"]
 
 
 def _codegen(rule: str, message: str, module: KynModule) -> KynCodegenError:
@@ -105,6 +106,44 @@ def compute_metrics(module: KynModule, outputs: np.ndarray, y: np.ndarray
     return out
 
 
+def optimizer_runtime(module: KynModule, steps_per_epoch: int
+                      ) -> tuple[Schedule, OptimizerRuntime]:
+    """The run's schedule and optimizer; the update function keeps a momentum buffer
+    when the schedule can cycle momentum (onecycle)."""
+    t = module.train
+    schedule = Schedule(t.scheduler, t.optimizer, t.epochs, steps_per_epoch)
+    return schedule, OptimizerRuntime(t.optimizer, dynamic_momentum=schedule.cycles_momentum)
+
+
+@dataclass
+class StepFunctions:
+    """The frame functions of a run: a training function per batch size
+    (`@<M>_train` for train.batch, `@<M>_train_b<B>` for the last, smaller batch), the
+    evaluation function and the optimizer's update."""
+
+    trains: dict[int, BuiltKyn]
+    eval: BuiltKyn
+    update: func.FuncOp
+
+    def module(self) -> builtin.ModuleOp:
+        return builtin.ModuleOp([*(b.fn for b in self.trains.values()), self.eval.fn,
+                                 self.update])
+
+
+def step_functions(module: KynModule, batch_sizes: list[int], eval_rows: int,
+                   opt: OptimizerRuntime) -> StepFunctions:
+    """Build the functions `frame-kyn train` compiles (and `--emit-stage` prints)."""
+    trains = {}
+    for i, b in enumerate(batch_sizes):
+        built = build_train_function(module, b)
+        if i:
+            built.fn.sym_name = builtin.StringAttr(f"{built.fn.sym_name.data}_b{b}")
+        trains[b] = built
+    shapes = [(p.name, p.shape) for p in param_decls(module) if p.trainable]
+    update = opt.build(f"{symbol(module.model.name)}_{module.train.optimizer.name}", shapes)
+    return StepFunctions(trains, build_eval_function(module, eval_rows), update)
+
+
 @dataclass
 class TrainReport:
     """What a run did: per-epoch mean training and held-out losses, the metrics, times."""
@@ -135,8 +174,7 @@ class KynTrainer:
         self.n_train, self.n_test = n_train, n_test
         self.steps_per_epoch = -(-n_train // self.batch)
         self.rem = n_train % self.batch
-        self.schedule = Schedule(t.scheduler, t.optimizer, t.epochs, self.steps_per_epoch)
-        self.opt = OptimizerRuntime(t.optimizer, dynamic_momentum=self.schedule.cycles_momentum)
+        self.schedule, self.opt = optimizer_runtime(module, self.steps_per_epoch)
         self.decls = param_decls(module)
         self.params = initial_params(module, self.seed)
         self.trainable = [p.name for p in self.decls if p.trainable]
@@ -151,33 +189,21 @@ class KynTrainer:
 
     # -- compilation -------------------------------------------------------------------
     def _compile(self, options: Any, cache: Any, after_pass: Any) -> None:
-        from xdsl.dialects import builtin
-
         from frame_mlir.runtime.executable import compile_module
 
         m = self.module
         sizes = [self.batch] + ([self.rem] if self.rem else [])
-        trains = {}
-        fns = []
-        for b in sizes:
-            built = build_train_function(m, b)
-            name = f"{built.fn.sym_name.data}_b{b}"
-            built.fn.sym_name = builtin.StringAttr(name)
-            trains[b] = (built, name)
-            fns.append(built.fn)
-        self.eval_built = build_eval_function(m, max(self.n_test, 1))
-        fns.append(self.eval_built.fn)
-        shapes = [(p.name, p.shape) for p in self.decls if p.trainable]
-        upd_name = f"{symbol(m.model.name)}_{m.train.optimizer.name}"
-        fns.append(self.opt.build(upd_name, shapes))
-        ex = compile_module(builtin.ModuleOp(fns), options=options, after_pass=after_pass,
+        fns = step_functions(m, sizes, max(self.n_test, 1), self.opt)
+        ex = compile_module(fns.module(), options=options, after_pass=after_pass,
                             cache=cache)
-        self._ex = ex
+        self._ex = ex  # the JIT module owns the code the bound functions call
+        self.eval_built = fns.eval
+        upd_name = fns.update.sym_name.data
+        trains = {b: (built, built.fn.sym_name.data) for b, built in fns.trains.items()}
         n_in = m.model.input_size
         classify = m.task == "classification"
         ydt = np.int32 if classify else np.float32
         self.stage: dict[int, tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]] = {}
-        self.grads: dict[str, np.ndarray] = {}
         self.state = {k: {n: np.zeros(self.params[n].shape, np.float32)
                           for n in self.trainable} for k in self.opt.states}
         self.hyper = [np.zeros((), np.float32) for _ in self.opt.hyper_names]
@@ -202,8 +228,6 @@ class KynTrainer:
                       *(self.state[k][n] for k in self.opt.states for n in self.trainable),
                       *self.hyper])
             self.upd_fns[b] = upd
-            if b == self.batch:
-                self.grads = dict(zip(self.trainable, gbufs, strict=True))
         e = self.eval_built
         nt = max(self.n_test, 1)
         self.eval_x = np.zeros((nt, n_in), np.float32)
@@ -352,18 +376,6 @@ class KynTrainer:
             for n, v in per.items():
                 arrays[f"optimizer.{k}.{n}"] = v
         arrays["optimizer.step"] = np.array(self.t, np.int64)
-        write_npz_atomic(path, arrays)
+        export_npz(arrays, str(path), source=m.source_path)
         return str(path)
 
-
-def write_npz_atomic(path: str | Path, arrays: dict[str, np.ndarray]) -> None:
-    """np.savez to `path` exactly (no suffix added) through a temporary file."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -60,9 +60,8 @@ class _Validator:
         self.out = Checked()
 
     def err(self, rule: str, message: str, loc: Loc | None, file: str | None = None) -> None:
-        loc = loc or _NOWHERE
-        self.diags.append(KynDiagnostic(rule, "semantic", message, file or self.p.file,
-                                        loc.line, loc.col, loc.end_line, loc.end_col))
+        self.diags.append(KynDiagnostic.at(rule, "semantic", message, file or self.p.file,
+                                           loc))
 
     # -- values ----------------------------------------------------------------------
     def check(self, v: Value, key: Key, what: str, file: str | None = None) -> Any:
@@ -151,11 +150,13 @@ class _Validator:
         self.err("KYN-S04", f"{what} must be a name, found {_describe(v)}", v.loc, file)
         raise _Bad
 
-    def enum(self, v: Value, enum: str, what: str, file: str | None) -> str:
+    def enum(self, v: Value, enum: str, what: str, file: str | None, where: str = "") -> str:
+        """The member named by `v`; `where` follows the name in the message (KynML's
+        `Unsupported activation 'elu' in model 'Net'`)."""
         members = ENUMS[enum]
         name = self.name(v, what, file)
         if name not in members:
-            self.err("KYN-S05", f"Unsupported {what} '{name}'; expected one of "
+            self.err("KYN-S05", f"Unsupported {what} '{name}'{where}; expected one of "
                      f"{', '.join(members)}{did_you_mean(name, members)}", v.loc, file)
             raise _Bad
         return name
@@ -288,9 +289,7 @@ class _Validator:
                 elif isinstance(layer, DenseLayer):
                     n = self.check(layer.units, Key("int", lo=1), "dense units", file)
                     act = "linear" if layer.activation is None else self.enum(
-                        layer.activation, "activation", "activation", file)
-                    if layer.activation is not None and act == "linear":
-                        pass
+                        layer.activation, "activation", "activation", file, f" in {label}")
                     layers.append(("dense", {"units": n, "activation": act}, layer.loc))
                 elif isinstance(layer, DropoutLayer):
                     r = self.check(layer.rate, Key("float", lo=0, hi=1, hi_open=True),
@@ -302,14 +301,6 @@ class _Validator:
                     layers.append(("batchnorm", {"features": f}, layer.loc))
             except _Bad:
                 layers.append(("bad", {}, layer.loc))
-        # KynML's documented wording for an unknown activation names the model
-        for i, d in enumerate(self.diags):
-            if d.rule == "KYN-S05" and d.message.startswith("Unsupported activation") \
-                    and " in model " not in d.message and d.file == file:
-                name_end = d.message.index("';")
-                self.diags[i] = KynDiagnostic(
-                    d.rule, d.kind, d.message[:name_end + 1] + f" in {label}"
-                    + d.message[name_end + 1:], d.file, d.line, d.col, d.end_line, d.end_col)
         self.out.models[m.name] = layers
 
     def run(self) -> tuple[Checked, list[KynDiagnostic]]:

@@ -128,9 +128,6 @@ def load(source: str | Path | Mapping[str, Any], *, seed: int = 0,
     return Network(spec, seed=seed, options=options, cache=cache)
 
 
-_Bound = BoundFunction
-
-
 class Network:
     """A network in the JSON network format, compiled on first use.
 
@@ -250,25 +247,25 @@ class Network:
         return compile_module(module, lr=None, options=self.options, after_pass=self.after_pass,
                               cache=self.cache)
 
-    def _train(self) -> tuple[BuiltFunction, _Bound, _Bound | None]:
+    def _train(self) -> tuple[BuiltFunction, BoundFunction, BoundFunction | None]:
         """The training forward and (with losses) its gradient function."""
         if "train" not in self._compiled:
             built = self._train_fn
             ex = self._compile([built.fn.clone()])
             name = built.fn.sym_name.data
-            fwd = _Bound(ex, ex.signatures[name])
-            grad = _Bound(ex, ex.signatures[f"{name}_grad"]) if built.has_loss else None
+            fwd = BoundFunction(ex, ex.signatures[name])
+            grad = BoundFunction(ex, ex.signatures[f"{name}_grad"]) if built.has_loss else None
             self._compiled["train"] = (built, fwd, grad, ex)
         built, fwd, grad, _ = self._compiled["train"]
         return built, fwd, grad
 
-    def _test(self) -> tuple[BuiltFunction, _Bound]:
+    def _test(self) -> tuple[BuiltFunction, BoundFunction]:
         if "test" not in self._compiled:
             from frame_mlir.frontend.network.lower import build_function
 
             built = build_function(self.spec, "test")
             ex = self._compile([built.fn])
-            self._compiled["test"] = (built, _Bound(ex, ex.signatures[built.fn.sym_name.data]),
+            self._compiled["test"] = (built, BoundFunction(ex, ex.signatures[built.fn.sym_name.data]),
                                       ex)
         built, bound, _ = self._compiled["test"]
         return built, bound
@@ -280,10 +277,10 @@ class Network:
         if test_mode:
             self._test()
 
-    def _outputs(self, built: BuiltFunction, bound: _Bound) -> dict[str, np.ndarray]:
+    def _outputs(self, built: BuiltFunction, bound: BoundFunction) -> dict[str, np.ndarray]:
         return {name: bound.outputs[i].copy() for i, name in enumerate(built.outputs)}
 
-    def _gradient_buffers(self, built: BuiltFunction, grad: _Bound) -> list[np.ndarray]:
+    def _gradient_buffers(self, built: BuiltFunction, grad: BoundFunction) -> list[np.ndarray]:
         """The gradient function's out-buffers of the trainable parameters' gradients:
         its results are the outputs, the loss, the statistics, then the gradients."""
         first = len(built.outputs) + 1 + len(built.stats)
@@ -314,7 +311,7 @@ class Network:
             name: g.copy() for name, g in zip(self.trainable, grads, strict=True)}
 
     def _grad_call(self, feed: Mapping[str, Any], update_statistics: bool
-                   ) -> tuple[BuiltFunction, _Bound]:
+                   ) -> tuple[BuiltFunction, BoundFunction]:
         self._feed(feed)
         built, _, grad = self._train()
         if grad is None:
@@ -351,7 +348,7 @@ class Trainer:
         fn_name = f"{network._train_fn.fn.sym_name.data}_{solver.kind}"
         fn = build_update_function(fn_name, solver.kind, shapes)
         ex = network._compile([fn])
-        self._update = _Bound(ex, ex.signatures[fn_name])
+        self._update = BoundFunction(ex, ex.signatures[fn_name])
         self._ex = ex
         self.state = {k: {n: np.zeros(network._params[n].shape, np.float32) for n in names}
                       for k in STATES[solver.kind]}

@@ -38,7 +38,7 @@ from frame_mlir.kyn.optim import (  # noqa: E402
     hyper_names,
     state_names,
 )
-from frame_mlir.network.model import _Bound  # noqa: E402
+from frame_mlir.runtime.executable import BoundFunction  # noqa: E402
 
 SHAPES = [("w", (3, 4)), ("b", (5,))]
 STEPS = 5
@@ -89,7 +89,7 @@ STRUCTURES = [
 
 
 @pytest.fixture(scope="module")
-def compiled() -> dict[str, _Bound]:
+def compiled() -> dict[str, BoundFunction]:
     from xdsl.dialects import builtin
 
     from frame_mlir.runtime.executable import compile_module
@@ -98,7 +98,7 @@ def compiled() -> dict[str, _Bound]:
            for o, d in STRUCTURES]
     assert len({f.sym_name.data for f in fns}) == len(fns)
     ex = compile_module(builtin.ModuleOp(fns))
-    return {f.sym_name.data: _Bound(ex, ex.signatures[f.sym_name.data]) for f in fns}
+    return {f.sym_name.data: BoundFunction(ex, ex.signatures[f.sym_name.data]) for f in fns}
 
 
 def _data(seed: int) -> tuple[list[np.ndarray], list[list[np.ndarray]]]:
@@ -109,7 +109,7 @@ def _data(seed: int) -> tuple[list[np.ndarray], list[list[np.ndarray]]]:
     return params, grads
 
 
-def run_ours(bound: _Bound, rt: OptimizerRuntime, params: list[np.ndarray],
+def run_ours(bound: BoundFunction, rt: OptimizerRuntime, params: list[np.ndarray],
              grads: list[list[np.ndarray]], lr_mom: list[tuple[float, float | None]]
              ) -> tuple[list[np.ndarray], dict[str, list[np.ndarray]]]:
     ps = [p.copy() for p in params]
@@ -144,7 +144,7 @@ def run_torch(opt: OptimizerSpec, params: list[np.ndarray], grads: list[list[np.
     return [p.detach().numpy() for p in ps], states
 
 
-def _compare(opt: OptimizerSpec, dynamic: bool, compiled: dict[str, _Bound], seed: int,
+def _compare(opt: OptimizerSpec, dynamic: bool, compiled: dict[str, BoundFunction], seed: int,
              lr_mom: list[tuple[float, float | None]] | None = None,
              sched: SchedulerSpec | None = None, epochs: int = 1) -> None:
     rt = OptimizerRuntime(opt, dynamic_momentum=dynamic)
@@ -173,11 +173,11 @@ SGD_CASES = [
 
 
 @pytest.mark.parametrize("kw", SGD_CASES, ids=lambda kw: ",".join(kw) or "plain")
-def test_sgd(compiled: dict[str, _Bound], kw: dict[str, Any]) -> None:
+def test_sgd(compiled: dict[str, BoundFunction], kw: dict[str, Any]) -> None:
     _compare(spec("sgd", lr=0.05, **kw), False, compiled, seed=1)
 
 
-def test_sgd_dynamic_momentum_without_momentum(compiled: dict[str, _Bound]) -> None:
+def test_sgd_dynamic_momentum_without_momentum(compiled: dict[str, BoundFunction]) -> None:
     # the momentum-path function with momentum 0 at every step is plain SGD
     _compare(spec("sgd", lr=0.05, weight_decay=0.1), True, compiled, seed=2)
 
@@ -186,7 +186,7 @@ def test_sgd_dynamic_momentum_without_momentum(compiled: dict[str, _Bound]) -> N
     ("adam", {}), ("adam", {"weight_decay": 0.1}), ("adam", {"betas": (0.3, 0.9)}),
     ("adamw", {}), ("adamw", {"weight_decay": 0.3, "eps": 1e-6}),
 ])
-def test_adam(compiled: dict[str, _Bound], name: str, kw: dict[str, Any]) -> None:
+def test_adam(compiled: dict[str, BoundFunction], name: str, kw: dict[str, Any]) -> None:
     # betas (0.3, ...) takes lerp's other branch (weight 1 - beta1 >= 0.5)
     _compare(spec(name, lr=0.01, **kw), False, compiled, seed=3)
 
@@ -196,7 +196,7 @@ def test_adam(compiled: dict[str, _Bound], name: str, kw: dict[str, Any]) -> Non
     {"centered": True, "momentum": 0.5, "weight_decay": 0.05}, {"alpha": 0.3},
     {"alpha": 0.3, "centered": True},
 ], ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()) or "plain")
-def test_rmsprop(compiled: dict[str, _Bound], kw: dict[str, Any]) -> None:
+def test_rmsprop(compiled: dict[str, BoundFunction], kw: dict[str, Any]) -> None:
     _compare(spec("rmsprop", **kw), False, compiled, seed=4)
 
 
@@ -231,7 +231,7 @@ ONECYCLE_CASES = [
 
 
 @pytest.mark.parametrize("name,kw,skw", ONECYCLE_CASES)
-def test_onecycle_training(compiled: dict[str, _Bound], name: str, kw: dict[str, Any],
+def test_onecycle_training(compiled: dict[str, BoundFunction], name: str, kw: dict[str, Any],
                            skw: dict[str, Any]) -> None:
     opt = spec(name, **kw)
     sched = sched_spec("onecycle", max_lr=0.1, **skw)

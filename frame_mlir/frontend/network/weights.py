@@ -46,7 +46,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import secrets
 import struct
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
@@ -54,6 +53,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from frame_mlir.fileio import atomic_write
 
 __all__ = ["WeightsError", "load_weights", "save_weights"]
 
@@ -246,38 +247,13 @@ def _write_npz(target: str, tensors: Mapping[str, np.ndarray]) -> None:
 
 
 def _atomic_write(path: PathLike, writer: Callable[[str], None]) -> None:
-    """Run ``writer`` on a fresh temporary file next to ``path``, then move it into place."""
-    target = os.path.abspath(os.fspath(path))
-    folder, base = os.path.split(target)
-    tmp = ""
+    """`fileio.atomic_write`, failures reported as a WeightsError naming the file."""
     try:
-        while True:
-            tmp = os.path.join(folder, f".{base}.{secrets.token_hex(6)}.tmp")
-            try:
-                # 0o666 & ~umask, the mode an ordinary open() would give the final file.
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            except FileExistsError:
-                continue
-            os.close(fd)
-            break
-        writer(tmp)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-        tmp = ""
+        atomic_write(path, writer)
     except OSError as exc:
         raise WeightsError(path, [f"cannot write weights: {_os_reason(exc)}"]) from exc
     except Exception as exc:  # e.g. h5py refusing a dataset name
         raise WeightsError(path, [f"cannot write weights: {exc}"]) from exc
-    finally:
-        if tmp:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 # ----------------------------------------------------------------------------- loading
