@@ -34,7 +34,7 @@ update's VJP rule (`VJP_RULES`).
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from xdsl.builder import Builder
@@ -191,6 +191,31 @@ _FUNC = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 _UNARY = "$input attr-dict `:` functional-type(operands, results)"
 
 
+RESULT_SHAPE = "result_shape"
+"""The rule attribute of the ops whose result shape is declared rather than inferred
+(reshape, broadcast, the gradient ops that produce an operand's shape, constant): the
+declared shape, which their rule checks against the operands and returns."""
+
+
+def declared_shape(attrs: Mapping[str, object], what: str) -> Shape:
+    """The `result_shape` rule attribute of a declared-shape op (see `RESULT_SHAPE`);
+    ShapeError when it is missing (an unranked result type)."""
+    target = attrs.get(RESULT_SHAPE)
+    if target is None:
+        raise ShapeError(f"{what}: the result type must be static (it is the target shape)")
+    return tuple(target)  # type: ignore[arg-type]
+
+
+class DeclaredShape:
+    """Mixin (before the op's base class) of the ops whose result shape is declared by
+    their result type: their rule gets it as the `result_shape` attribute, so a frontend
+    calls the same static rule with the shape it means to declare."""
+
+    def rule_attrs(self) -> dict[str, object]:
+        return {**super().rule_attrs(),  # type: ignore[misc]
+                RESULT_SHAPE: static_shape(self.results[0])}  # type: ignore[attr-defined]
+
+
 def same_shape_rule(shapes: Sequence[Shape]) -> Shape:
     """All operands share one shape, which is the result's (v0 has no broadcasting)."""
     first = shapes[0]
@@ -334,12 +359,13 @@ class ConstantOp(FrameOp):
         super().__init__(properties={"value": FloatAttr(value, f32)},
                          result_types=[result_type or tensor_type(shape)])
 
-    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+    def rule_attrs(self) -> dict[str, object]:
+        return {RESULT_SHAPE: static_shape(self.result)}
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
         # A constant's shape is its declared (always static) type.
-        target = static_shape(self.result)
-        if target is None:
-            raise ShapeError("frame.constant: the result type must be static")
-        return target
+        return declared_shape(attrs, "frame.constant")
 
     def splat_value(self) -> float:
         """The value every element holds."""

@@ -25,7 +25,7 @@ Numerics:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from xdsl.builder import Builder
@@ -45,9 +45,11 @@ from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def
 
 from frame_mlir.dialects.frame import (
     BinaryOp,
+    DeclaredShape,
     Shape,
     ShapeError,
     _fmt,
+    declared_shape,
     element_type,
     static_shape,
 )
@@ -209,7 +211,7 @@ class ConvOp(_ConvAttrs, BinaryOp):
                                  attrs.get("dilation"))  # type: ignore[arg-type]
 
 
-class _ConvGradOp(_ConvAttrs, BinaryOp):
+class _ConvGradOp(DeclaredShape, _ConvAttrs, BinaryOp):
     """A conv gradient whose result shape (the input's or weight's) is declared."""
 
     def __init__(self, a: SSAValue | Operation, b: SSAValue | Operation, result_type: Attribute,
@@ -217,23 +219,18 @@ class _ConvGradOp(_ConvAttrs, BinaryOp):
                  dilation: Sequence[int] | None = None):
         super().__init__(a, b, result_type, self.props(stride, padding, groups, dilation))
 
-    def conv_shapes(self, shapes: Sequence[Shape], target: Shape) -> tuple[Shape, Shape]:
-        raise NotImplementedError
 
-    def dy_shape(self, shapes: Sequence[Shape]) -> Shape:
-        raise NotImplementedError
 
-    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
-        target = static_shape(self.result)
-        if target is None:
-            raise ShapeError(f"{self.name}: the result type must be static")
-        st, p, g = self.conv_attrs()
-        x, w = self.conv_shapes(shapes, target)
-        expected = conv_output_shape(x, w, st, p, g, self.name, self.dilation_attr())
-        if expected != self.dy_shape(shapes):
-            raise ShapeError(f"{self.name}: dy expected {_fmt(expected)}, found "
-                             f"{_fmt(self.dy_shape(shapes))}")
-        return target
+def _conv_grad_rule(name: str, x: Shape, w: Shape, dy: Shape, target: Shape,
+                    attrs: Mapping[str, object]) -> Shape:
+    """A conv gradient's rule: the declared `target` (x's or w's shape), valid when the
+    conv of x and w has dy's shape."""
+    expected = conv_output_shape(x, w, attrs["stride"], attrs["padding"],  # type: ignore
+                                 attrs["groups"], name,  # type: ignore[arg-type]
+                                 attrs.get("dilation"))  # type: ignore[arg-type]
+    if expected != dy:
+        raise ShapeError(f"{name}: dy expected {_fmt(expected)}, found {_fmt(dy)}")
+    return target
 
 
 @irdl_op_definition
@@ -245,11 +242,11 @@ class ConvGradInputOp(_ConvGradOp):
 
     name = "frame.conv_grad_input"
 
-    def conv_shapes(self, shapes: Sequence[Shape], target: Shape) -> tuple[Shape, Shape]:
-        return target, shapes[1]
-
-    def dy_shape(self, shapes: Sequence[Shape]) -> Shape:
-        return shapes[0]
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        dy, w = shapes
+        x = declared_shape(attrs, "frame.conv_grad_input")
+        return _conv_grad_rule("frame.conv_grad_input", x, w, dy, x, attrs)
 
 
 @irdl_op_definition
@@ -261,11 +258,11 @@ class ConvGradWeightOp(_ConvGradOp):
 
     name = "frame.conv_grad_weight"
 
-    def conv_shapes(self, shapes: Sequence[Shape], target: Shape) -> tuple[Shape, Shape]:
-        return shapes[0], target
-
-    def dy_shape(self, shapes: Sequence[Shape]) -> Shape:
-        return shapes[1]
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        x, dy = shapes
+        w = declared_shape(attrs, "frame.conv_grad_weight")
+        return _conv_grad_rule("frame.conv_grad_weight", x, w, dy, w, attrs)
 
 
 @irdl_op_definition

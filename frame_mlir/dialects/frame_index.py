@@ -41,10 +41,12 @@ from xdsl.utils.exceptions import VerifyException
 from frame_mlir.dialects.frame import (
     FLOAT_TYPES,
     AnyF32Tensor,
+    DeclaredShape,
     FrameOp,
     Shape,
     ShapeError,
     _fmt,
+    declared_shape,
     element_type,
     static_shape,
     tensor_type,
@@ -75,7 +77,7 @@ def _verify_rows_types(op_name: str, what: str, rows: Attribute, out: Attribute,
 
 
 @irdl_op_definition
-class ScatterAddOp(FrameOp):
+class ScatterAddOp(DeclaredShape, FrameOp):
     """Zero-filled [V, F] output with out[indices[k], :] += updates[k, :] (indices i32/i64).
 
     ``%o = frame.scatter_add %u, %i : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<4x2xf32>``
@@ -101,11 +103,10 @@ class ScatterAddOp(FrameOp):
         except ShapeError as err:
             raise VerifyException(str(err)) from None
 
-    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
         upd, idx = shapes
-        target = static_shape(self.result)
-        if target is None:
-            raise ShapeError("frame.scatter_add: the result type must be static")
+        target = declared_shape(attrs, "frame.scatter_add")
         if len(upd) != 2 or len(idx) != 1 or len(target) != 2 or upd[0] != idx[0] \
                 or upd[1] != target[1]:
             raise ShapeError(f"frame.scatter_add: expected updates [K, F], indices [K] and a "
@@ -147,7 +148,8 @@ class GatherRowsOp(FrameOp):
                                   f"{tensor_type(expected, element_type(self.result))}, "
                                   f"found {self.result.type}")
 
-    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
         src, idx = shapes
         if len(src) != 2 or len(idx) != 1:
             raise ShapeError(f"frame.gather_rows: expected [V, F] and [K], found {_fmt(src)} "

@@ -32,11 +32,13 @@ from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def, result_def, va
 from frame_mlir.dialects import frame as _frame
 from frame_mlir.dialects.frame import (
     AnyF32Tensor,
+    DeclaredShape,
     FrameOp,
     Shape,
     ShapeError,
     UnaryOp,
     _fmt,
+    declared_shape,
     static_shape,
 )
 from frame_mlir.passes.linalg_utils import PAR, identity_map
@@ -51,7 +53,7 @@ def _i64s(values: Sequence[int]) -> DenseArrayBase:
 
 
 @irdl_op_definition
-class ReshapeOp(UnaryOp):
+class ReshapeOp(DeclaredShape, UnaryOp):
     """Row-major reshape to the declared result type (same element count).
 
     ``%y = frame.reshape %x : (tensor<2x3x4xf32>) -> tensor<2x12xf32>``
@@ -62,13 +64,11 @@ class ReshapeOp(UnaryOp):
     def __init__(self, input: SSAValue | Operation, result_type: Attribute):
         super().__init__(input, result_type)
 
-    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
         # The target shape is the declared result type: it is not inferred.
         (s,) = shapes
-        target = static_shape(self.result)
-        if target is None:
-            raise ShapeError("frame.reshape: the result type must be static (it is the "
-                             "target shape)")
+        target = declared_shape(attrs, "frame.reshape")
         if prod(s) != prod(target):
             raise ShapeError(f"frame.reshape: element count expected {prod(s)} (of "
                              f"{_fmt(s)}), found {prod(target)} (of {_fmt(target)})")

@@ -64,11 +64,13 @@ from xdsl.irdl import (
 
 from frame_mlir.dialects.frame import (
     AnyF32Tensor,
+    DeclaredShape,
     FrameOp,
     Shape,
     ShapeError,
     UnaryOp,
     _fmt,
+    declared_shape,
     static_shape,
     tensor_type,
 )
@@ -268,7 +270,7 @@ class MaxPoolGradOp(_PoolAttrs, FrameOp):
 
 
 @irdl_op_definition
-class AvgPoolGradOp(_PoolAttrs, UnaryOp):
+class AvgPoolGradOp(DeclaredShape, _PoolAttrs, UnaryOp):
     """d avg_pool / d x: each dy divided by its window's divisor (as the avg_pool's, same
     attributes) and added to every cell of the window; result: x's (declared) shape.
 
@@ -285,12 +287,10 @@ class AvgPoolGradOp(_PoolAttrs, UnaryOp):
             **self.props(kernel, stride, padding, ceil_mode),
             "count_include_pad": _include_pad_prop(count_include_pad)})
 
-    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
-        target = static_shape(self.result)
-        if target is None:
-            raise ShapeError("frame.avg_pool_grad: the result type must be static")
-        k, st, p = self.pool_attrs()
-        expected = pool_output_shape(target, k, st, p, self.name, self.ceils())
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
+        target = declared_shape(attrs, "frame.avg_pool_grad")
+        expected = _pool_rule([target], {**attrs, "what": "frame.avg_pool_grad"})
         if shapes[0] != expected:
             raise ShapeError(f"frame.avg_pool_grad: dy expected {_fmt(expected)}, found "
                              f"{_fmt(shapes[0])}")

@@ -60,6 +60,7 @@ from frame_mlir.dialects.frame import (
     AnyF32Tensor,
     BinaryOp,
     BroadcastingBinaryOp,
+    DeclaredShape,
     FrameOp,
     Shape,
     ShapeError,
@@ -68,6 +69,7 @@ from frame_mlir.dialects.frame import (
     broadcast_dims,
     broadcast_rule,
     check_axes,
+    declared_shape,
     reduced_shape,
     static_shape,
 )
@@ -149,7 +151,7 @@ class SumOp(_UnaryReduction):
 
 
 @irdl_op_definition
-class BroadcastOp(UnaryOp):
+class BroadcastOp(DeclaredShape, UnaryOp):
     """Repeat the operand along the result's `axes` (all of them when absent: a 0-d
     operand fills the whole result). The VJP of frame.sum.
 
@@ -170,14 +172,17 @@ class BroadcastOp(UnaryOp):
         """The result dims the operand does not have."""
         return list(range(rank)) if self.axes is None else list(self.axes.get_values())
 
-    def infer_shape(self, shapes: Sequence[Shape]) -> Shape:
+    def rule_attrs(self) -> dict[str, object]:
+        return {**super().rule_attrs(),
+                "axes": None if self.axes is None else list(self.axes.get_values())}
+
+    @staticmethod
+    def rule(shapes: Sequence[Shape], **attrs: object) -> Shape:
         # The target shape is the declared result type: it is not inferred.
         (s,) = shapes
-        target = static_shape(self.result)
-        if target is None:
-            raise ShapeError("frame.broadcast: the result type must be static (it is the "
-                             "target shape)")
-        axes = self.new_axes(len(target))
+        target = declared_shape(attrs, "frame.broadcast")
+        given: Sequence[int] | None = attrs.get("axes")  # type: ignore[assignment]
+        axes = list(range(len(target))) if given is None else list(given)
         check_axes(axes, len(target), "frame.broadcast")
         kept = tuple(d for i, d in enumerate(target) if i not in axes)
         if s != kept:

@@ -24,13 +24,15 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.utils.exceptions import PassFailedException
 
+from frame_mlir.backend.op_tables import OP_TABLE
 from frame_mlir.passes.arith_expand_bf16 import bf16_round_bits
 from frame_mlir.passes.llvm_common import (
     cast_back,
     erase_dead_casts,
-    intrinsic_suffix,
     llvm_fastmath,
     llvm_type,
+    require_lowered,
+    table_rule,
     to_llvm_all,
 )
 
@@ -43,12 +45,6 @@ def _replace(
     """Replace the single-result `op` by `new_ops`, casting `result` back if needed."""
     value = cast_back(new_ops, result, op.results[0].type)
     rewriter.replace(op, new_ops, [value])
-
-
-def _overflow(op: Operation) -> llvm.OverflowAttr:
-    flags = getattr(op, "overflow_flags", None)
-    data = flags.data if flags is not None else ()
-    return llvm.OverflowAttr([llvm.OverflowFlag(f.value) for f in data])
 
 
 def _element_width(typ: Attribute) -> int:
@@ -67,47 +63,6 @@ def _with_element(typ: Attribute, element: Attribute) -> Attribute:
 
 # ---------------------------------------------------------------------------------------
 # Rule factories: each returns the lowering of one arith op class.
-
-
-def _int_binary(llvm_cls: type[Operation], overflow: bool = False) -> Rule:
-    def rule(op: Operation, rewriter: PatternRewriter) -> None:
-        lhs, rhs = to_llvm_all(rewriter, op.operands)
-        if overflow:
-            new = llvm_cls(lhs, rhs, overflow=_overflow(op))  # type: ignore[call-arg]
-        else:
-            new = llvm_cls(lhs, rhs)  # type: ignore[call-arg]
-        _replace(rewriter, op, [new], new.results[0])
-
-    return rule
-
-
-def _float_binary(llvm_cls: type[Operation]) -> Rule:
-    def rule(op: Operation, rewriter: PatternRewriter) -> None:
-        lhs, rhs = to_llvm_all(rewriter, op.operands)
-        fastmath = llvm_fastmath(op.properties.get("fastmath"))
-        new = llvm_cls(lhs, rhs, fastmath)  # type: ignore[call-arg]
-        _replace(rewriter, op, [new], new.results[0])
-
-    return rule
-
-
-def _float_intrinsic(base: str) -> Rule:
-    """Float min/max as a call of the type-mangled intrinsic (`llvm.maximum.f32`).
-
-    `llvm.maximum`/`llvm.minimum` propagate NaN like `arith.maximumf`/`minimumf`;
-    `llvm.maxnum`/`minnum` match `arith.maxnumf`/`minnumf`. A call rather than xDSL's
-    `llvm.intr.maxnum`: its translation declares the unmangled name, which breaks a
-    module using it at two types. Fast-math flags are dropped: xDSL's translation
-    rejects them on call_intrinsic, and they are only a hint here.
-    """
-
-    def rule(op: Operation, rewriter: PatternRewriter) -> None:
-        lhs, rhs = to_llvm_all(rewriter, op.operands)
-        typ = lhs.type
-        new = llvm.CallIntrinsicOp(f"{base}.{intrinsic_suffix(typ)}", [lhs, rhs], [typ])
-        _replace(rewriter, op, [new], new.results[0])
-
-    return rule
 
 
 def _int_minmax(predicate: str) -> Rule:
@@ -256,45 +211,16 @@ def _lower_select(op: Operation, rewriter: PatternRewriter) -> None:
     _replace(rewriter, op, [new], new.res)
 
 
-def _lower_negf(op: Operation, rewriter: PatternRewriter) -> None:
-    assert isinstance(op, arith.NegfOp)
-    (src,) = to_llvm_all(rewriter, op.operands)
-    new = llvm.FNegOp(src, llvm_fastmath(op.fastmath))
-    _replace(rewriter, op, [new], new.res)
-
-
 ARITH_TO_LLVM: dict[type[Operation], Rule] = {
+    # one llvm op or intrinsic each: the table both backends share (op_tables.py)
+    **{op: table_rule(row) for op, row in OP_TABLE.items() if op.dialect_name() == "arith"},
     arith.ConstantOp: _lower_constant,
-    # integer arithmetic
-    arith.AddiOp: _int_binary(llvm.AddOp, overflow=True),
-    arith.SubiOp: _int_binary(llvm.SubOp, overflow=True),
-    arith.MuliOp: _int_binary(llvm.MulOp, overflow=True),
-    arith.ShLIOp: _int_binary(llvm.ShlOp, overflow=True),
-    arith.DivSIOp: _int_binary(llvm.SDivOp),
-    arith.DivUIOp: _int_binary(llvm.UDivOp),
-    arith.RemSIOp: _int_binary(llvm.SRemOp),
-    arith.RemUIOp: _int_binary(llvm.URemOp),
-    arith.AndIOp: _int_binary(llvm.AndOp),
-    arith.OrIOp: _int_binary(llvm.OrOp),
-    arith.XOrIOp: _int_binary(llvm.XOrOp),
-    arith.ShRUIOp: _int_binary(llvm.LShrOp),
-    arith.ShRSIOp: _int_binary(llvm.AShrOp),
     arith.MaxSIOp: _int_minmax("sgt"),
     arith.MinSIOp: _int_minmax("slt"),
     arith.MaxUIOp: _int_minmax("ugt"),
     arith.MinUIOp: _int_minmax("ult"),
     arith.CmpiOp: _lower_cmpi,
     arith.SelectOp: _lower_select,
-    # float arithmetic
-    arith.AddfOp: _float_binary(llvm.FAddOp),
-    arith.SubfOp: _float_binary(llvm.FSubOp),
-    arith.MulfOp: _float_binary(llvm.FMulOp),
-    arith.DivfOp: _float_binary(llvm.FDivOp),
-    arith.MaxnumfOp: _float_intrinsic("llvm.maxnum"),
-    arith.MinnumfOp: _float_intrinsic("llvm.minnum"),
-    arith.MaximumfOp: _float_intrinsic("llvm.maximum"),
-    arith.MinimumfOp: _float_intrinsic("llvm.minimum"),
-    arith.NegfOp: _lower_negf,
     arith.CmpfOp: _lower_cmpf,
     # conversions
     arith.IndexCastOp: _int_resize(llvm.SExtOp),
@@ -307,8 +233,9 @@ ARITH_TO_LLVM: dict[type[Operation], Rule] = {
     arith.TruncFOp: _float_resize(llvm.FPTruncOp),
     arith.BitcastOp: _lower_bitcast,
 }
-"""Lowering rule per arith op. Ops without a rule (fptosi/fptoui: xDSL's llvm dialect
-has no such op; ceildiv/floordiv) are left in place for the legality check to report."""
+"""Lowering rule per arith op: `OP_TABLE`'s rows, and the ops that take more than one
+llvm op. An op without a rule (fptosi/fptoui: xDSL's llvm dialect has no such op;
+ceildiv/floordiv: arith-expand's) fails the pass."""
 
 
 class ArithToLLVMPattern(RewritePattern):
@@ -331,7 +258,8 @@ class ConvertArithToLLVMPass(ModulePass):
     same fast-math / overflow flags (float min/max become calls of the `llvm.maximum`,
     `llvm.minimum`, `llvm.maxnum`, `llvm.minnum` intrinsics, without flags); operands and results whose
     types change (index) are bridged with `builtin.unrealized_conversion_cast`, removed
-    later by `reconcile-unrealized-casts`. Ops without a rule are left unchanged.
+    later by `reconcile-unrealized-casts`. A full conversion: an arith op left (no
+    rule, or a rule that declines its types) fails the pass, naming it and where it is.
     """
 
     name = "convert-arith-to-llvm"
@@ -339,3 +267,4 @@ class ConvertArithToLLVMPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(ArithToLLVMPattern(), apply_recursively=False).rewrite_module(op)
         erase_dead_casts(op)
+        require_lowered(self.name, op, "arith", ARITH_TO_LLVM)

@@ -21,6 +21,7 @@ from frame_mlir.passes.llvm_common import (
     coerce,
     erase_dead_casts,
     is_llvm_type,
+    require_lowered,
     retype_block_args,
 )
 
@@ -79,7 +80,7 @@ class ConvertCfToLLVMPass(ModulePass):
     Guarantees: the branches become llvm branches whose block arguments (which xDSL's
     llvmlite translation turns into phis) have LLVM types: non-entry block arguments
     of type index/memref are retyped to i64/!llvm.ptr, with casts back for their
-    existing users. `cf.switch` and `cf.assert` are left unchanged.
+    existing users. `cf.switch` and `cf.assert` fail the pass (a full conversion).
     """
 
     name = "convert-cf-to-llvm"
@@ -91,3 +92,4 @@ class ConvertCfToLLVMPass(ModulePass):
         )
         PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
         erase_dead_casts(op)
+        require_lowered(self.name, op, "cf")

@@ -51,7 +51,7 @@ from xdsl.traits import SymbolTable
 
 from frame_mlir.dialects.frame_rt import ParallelForOp, RowOp, ScanOp
 from frame_mlir.passes.common import fail
-from frame_mlir.passes.llvm_common import llvm_type
+from frame_mlir.passes.llvm_common import llvm_type, require_lowered
 
 RUNTIME_PARALLEL_FOR = "frame_rt_parallel_for"
 """`void frame_rt_parallel_for(void (*task)(void *, int64_t, int64_t), void *ctx,
@@ -231,4 +231,5 @@ class ConvertFrameRtToLLVMPass(ModulePass):
             elif isinstance(inner, ScanOp):
                 raise fail(self.name, inner, "expected no frame_rt.scan (run "
                            "frame-lower-scan first)")
+        require_lowered(self.name, op, "frame_rt")
 

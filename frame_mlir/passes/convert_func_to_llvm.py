@@ -31,6 +31,7 @@ from frame_mlir.passes.llvm_common import (
     element_byte_size,
     erase_dead_casts,
     llvm_type,
+    require_lowered,
     retype_block_args,
     to_llvm_all,
 )
@@ -167,3 +168,4 @@ class ConvertFuncToLLVMPass(ModulePass):
         )
         PatternRewriteWalker(patterns).rewrite_module(op)
         erase_dead_casts(op)
+        require_lowered(self.name, op, "func")

@@ -23,6 +23,7 @@ from frame_mlir.passes.llvm_common import (
     element_byte_size,
     erase_dead_casts,
     llvm_type,
+    require_lowered,
     static_strides,
     to_llvm,
     to_llvm_all,
@@ -213,7 +214,8 @@ class ConvertMemrefToLLVMPass(ModulePass):
     `llvm.load`/`llvm.store` with the element's natural alignment (4 for f32); 0-d
     memrefs access the pointer directly; `memref.view` becomes a `getelementptr
     inbounds` on i8; `memref.collapse_shape` and `memref.cast` are the source's
-    pointer (row-major offsets do not change). Other memref ops (alloc, subview, ...) are left unchanged.
+    pointer (row-major offsets do not change). Other memref ops (alloc, subview, ...) fail
+    the pass (a full conversion).
     """
 
     name = "convert-memref-to-llvm"
@@ -225,3 +227,4 @@ class ConvertMemrefToLLVMPass(ModulePass):
         )
         PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
         erase_dead_casts(op)
+        require_lowered(self.name, op, "memref")

@@ -44,7 +44,13 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import PassFailedException
 
 from frame_mlir.passes.convert_memref_to_llvm import lower_load, lower_store
-from frame_mlir.passes.llvm_common import cast_back, erase_dead_casts, llvm_type, to_llvm
+from frame_mlir.passes.llvm_common import (
+    cast_back,
+    erase_dead_casts,
+    llvm_type,
+    require_lowered,
+    to_llvm,
+)
 
 
 def _lanes(op: Operation, typ: Attribute) -> int:
@@ -129,8 +135,8 @@ class LowerShuffle(RewritePattern):
 @dataclass(frozen=True)
 class ConvertVectorToLLVMPass(ModulePass):
     """Lower vector.load / store / broadcast / fma / shuffle to the llvm dialect (see the module
-    docstring for what is expected and guaranteed). Other vector ops are left unchanged
-    for the legality check to report."""
+    docstring for what is expected and guaranteed). Other vector ops fail the pass (a
+    full conversion)."""
 
     name = "convert-vector-to-llvm"
 
@@ -142,3 +148,4 @@ class ConvertVectorToLLVMPass(ModulePass):
         )
         PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
         erase_dead_casts(op)
+        require_lowered(self.name, op, "vector")

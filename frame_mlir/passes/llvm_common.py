@@ -13,13 +13,17 @@ Type conversion (the bare-pointer ABI):
   bf16 is its bit pattern; `arith-expand-bf16` has turned its conversions into integer
   ops before this point,
 - every other type (integers, floats, vectors, llvm types) is kept.
+
+Each pass is a full conversion of its dialect (`require_lowered`): an op of it that no
+rule lowered fails the pass, naming the op and where it is, and the pipeline ends with
+`llvm-legality-check` (`lower_to_llvm.py`) for ops of any other dialect.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
-from xdsl.dialects import llvm
+from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
@@ -32,6 +36,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     NoneAttr,
+    StringAttr,
     UnrealizedConversionCastOp,
     VectorType,
     i16,
@@ -42,6 +47,8 @@ from xdsl.ir.affine import AffineMap
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
+
+from frame_mlir.backend.op_tables import OpRow
 
 INDEX_BITWIDTH = 64
 """Bit width `index` lowers to (the host is a 64-bit target)."""
@@ -225,3 +232,88 @@ def static_strides(typ: MemRefType) -> list[int]:
         strides.append(running)
         running *= dim
     return strides[::-1]
+
+
+def require_lowered(pass_name: str, module: ModuleOp, dialect: str,
+                    rules: Mapping[type[Operation], object] | None = None) -> None:
+    """Make `pass_name` a full conversion of `dialect`: fail if any op of it is left.
+
+    A pattern pass leaves an op it has no rule for (or whose rule declines its types)
+    in place; without this check the op would travel on until the translation to
+    LLVM IR or the JIT failed on it, far from where it was written. The failure names
+    the op and where it is (its function; frame-opt adds its `file:line:col`), and
+    says whether the op has no rule at all (`rules`) or not for these types.
+    """
+    for op in module.walk():
+        if op.dialect_name() != dialect:
+            continue
+        if rules is not None and type(op) not in rules:
+            why = "the pass has no rule for it"
+        else:
+            types = ", ".join(str(t) for t in (*op.operand_types, *op.result_types))
+            why = f"its rule does not support these types ({types})"
+        left = sum(1 for o in module.walk() if o.dialect_name() == dialect) - 1
+        more = f"; {left} more {dialect} op{'s' if left != 1 else ''} left" if left else ""
+        raise not_lowered(pass_name, op, f"{why}{more}")
+
+
+def op_name(op: Operation) -> str:
+    """`op`'s name as written (an unregistered op's own name, not
+    `builtin.unregistered`)."""
+    name = getattr(op, "op_name", None)
+    return name.data if isinstance(name, StringAttr) else op.name
+
+
+def not_lowered(pass_name: str, op: Operation, why: str) -> PassFailedException:
+    """`<pass> at @<function>: <op>: not lowered to the llvm dialect: <why>`, carrying
+    the op so that frame-opt prefixes its `file:line:col`. The function is found
+    through `func.func` and `llvm.func` alike (the lowering turns one into the other)."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp | llvm.FuncOp):
+        parent = parent.parent_op()
+    where = f"@{parent.sym_name.data}" if parent is not None else "<module>"
+    error = PassFailedException(
+        f"{pass_name} at {where}: {op_name(op)}: not lowered to the llvm dialect: {why}")
+    error.op = op  # type: ignore[attr-defined]  # for frame-opt's file:line:col
+    return error
+
+
+def table_rule(row: OpRow) -> Callable[[Operation, PatternRewriter], None]:
+    """The lowering of an op of `backend.op_tables.OP_TABLE` from its row.
+
+    An intrinsic is called by its type-mangled name (`llvm.exp.f32`) with
+    `llvm.call_intrinsic` rather than xDSL's `llvm.intr.*` ops: their llvmlite
+    translation declares the unmangled name, so one module using an intrinsic at two
+    types (f32 and f64, a scalar and a vector) would fail to translate. Fast-math flags
+    are dropped on intrinsic calls (xDSL's translation rejects them there; they are
+    only a hint). LLVM turns the intrinsics without an instruction (exp, tanh, ...)
+    into libm calls, which MCJIT resolves in-process.
+    """
+
+    def rule(op: Operation, rewriter: PatternRewriter) -> None:
+        args = to_llvm_all(rewriter, op.operands)
+        new: Operation
+        if row.llvm_form == "intrinsic":
+            assert isinstance(row.llvm, str)
+            typ = args[0].type
+            new = llvm.CallIntrinsicOp(f"{row.llvm}.{intrinsic_suffix(typ)}", args, [typ])
+        else:
+            assert not isinstance(row.llvm, str)
+            extra: dict[str, Attribute] = {}
+            if row.llvm_form == "op_overflow":
+                extra["overflow"] = _overflow_flags(op)
+            elif row.llvm_form == "op_fastmath":
+                extra["fast_math"] = llvm_fastmath(op.properties.get("fastmath"))
+            new = row.llvm(*args, **extra)  # type: ignore[call-arg]
+        new_ops = [new]
+        value = cast_back(new_ops, new.results[0], op.results[0].type)
+        rewriter.replace(op, new_ops, [value])
+
+    return rule
+
+
+def _overflow_flags(op: Operation) -> llvm.OverflowAttr:
+    """arith's overflow flags (`nsw`, `nuw`) of `op` as llvm's."""
+    flags = getattr(op, "overflow_flags", None)
+    data = flags.data if flags is not None else ()
+    return llvm.OverflowAttr([llvm.OverflowFlag(f.value) for f in data])

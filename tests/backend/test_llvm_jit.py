@@ -393,7 +393,9 @@ def test_get_function_unknown_name(matmul_jit: JitModule) -> None:
         matmul_jit.get_function("nope")
 
 
-def test_unlowerable_op_is_reported_by_legality_check() -> None:
+def test_an_op_without_a_rule_fails_its_dialects_pass() -> None:
+    """A full conversion: convert-arith-to-llvm itself fails on the arith op it cannot
+    lower, naming the op and its function (not the translation, not the JIT)."""
     src = """
 func.func @f(%x: memref<4xf32>, %y: memref<4xi32>) {
   %c0 = arith.constant 0 : index
@@ -403,9 +405,51 @@ func.func @f(%x: memref<4xf32>, %y: memref<4xi32>) {
   func.return
 }
 """
-    with pytest.raises(LoweringError, match="arith.fptosi") as info:
+    with pytest.raises(LoweringError, match=re.escape(
+            "convert-arith-to-llvm at @f: arith.fptosi: not lowered to the llvm dialect: "
+            "the pass has no rule for it")) as info:
         _lower(src, from_linalg=False)
-    assert info.value.pass_name == "legality-check"
+    assert info.value.pass_name == "convert-arith-to-llvm"
+
+
+def test_an_op_of_a_dialect_no_pass_converts_fails_the_legality_check() -> None:
+    """What no convert-*-to-llvm pass owns reaches the lowering's last pass, which
+    names the first such op, its (now llvm) function, and how many are left."""
+    src = """
+func.func @g(%x: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %v = memref.load %x[%c0] : memref<4xf32>
+  "test.op"(%v) : (f32) -> ()
+  "test.op"() : () -> ()
+  func.return
+}
+"""
+    with pytest.raises(LoweringError, match=re.escape(
+            "llvm-legality-check at @g: test.op: not lowered to the llvm dialect: no pass "
+            "of the lowering converts it; 1 more op left")) as info:
+        _lower(src, from_linalg=False)
+    assert info.value.pass_name == "llvm-legality-check"
+
+
+def test_the_pipeline_reports_an_unlowered_op_in_the_llvm_stage() -> None:
+    """Through the driver's pipeline too: a PipelineError of the pass, at the llvm
+    stage, before any translation."""
+    from frame_mlir.passes.pipeline import PipelineError, run_pipeline
+
+    src = """
+func.func @h(%x: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %v = memref.load %x[%c0] : memref<4xf32>
+  %r = math.erf %v : f32
+  memref.store %r, %x[%c0] : memref<4xf32>
+  func.return
+}
+"""
+    module = Parser(_context(), src).parse_module()
+    with pytest.raises(PipelineError, match=re.escape(
+            "convert-math-to-llvm at @h: math.erf: not lowered to the llvm dialect")) as info:
+        run_pipeline(module, None, start_after="loops")
+    assert info.value.pass_name == "convert-math-to-llvm"
 
 
 def test_dynamic_memref_names_the_failing_pass() -> None:

@@ -12,7 +12,13 @@ How the IR maps to C++:
 * a memref is a bare pointer to its element type (the JIT's bare-pointer ABI); a load
   or store linearises its indices row-major with the static shape; a bf16 element is a
   `std::uint16_t` bit pattern, as it is an i16 in the JIT (the pipeline's
-  arith-expand-bf16 leaves only integer ops on it, so both round identically);
+  arith-expand-bf16 leaves only integer ops on it, so both round identically); an f16
+  element is a `_Float16`, LLVM's `half` (converted to and from f32 only: one
+  correctly rounded conversion in both backends);
+* the arith / math ops that are one operation in both backends are written from the
+  table the LLVM lowering uses too (`backend/op_tables.py`): the C++ operator or
+  `<cmath>` function of each (which calls the libm function the JIT's intrinsic
+  becomes);
 * a private function (an outlined kernel) is `static`, and its pointer parameters are
   `__restrict`: kernels are outlined precisely so that their memrefs do not alias, and
   that is what lets the compiler vectorise them, as `noalias` does for LLVM;
@@ -54,6 +60,7 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     BFloat16Type,
     DenseIntOrFPElementsAttr,
+    Float16Type,
     Float32Type,
     Float64Type,
     FloatAttr,
@@ -69,6 +76,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from frame_mlir.backend.cpp.thread_pool import POOL_HELPER, POOL_INCLUDES
+from frame_mlir.backend.op_tables import OP_TABLE, OpRow
 from frame_mlir.dialects.frame_rt import ParallelForOp, RowOp
 
 __all__ = [
@@ -157,12 +165,22 @@ class Namer:
         return name
 
 
+F16_TYPE = "_Float16"
+"""The C++ type of f16: GCC's (>= 12 on x86-64, also aarch64) and Clang's IEEE binary16,
+the `half` of the JIT. The pipeline computes in f32 and only converts to and from f16
+(`arith.extf` / `arith.truncf`, one correctly rounded conversion each in both
+backends); any arithmetic on f16 itself is written in f32 and rounded back, as LLVM
+lowers `half` arithmetic on x86 (see `_f16_arith`)."""
+
+
 def _float_type_info(typ: Attribute) -> tuple[str, type[np.floating], str]:
     """(C++ type, numpy type, literal suffix) of a float type."""
     if isinstance(typ, Float32Type):
         return "float", np.float32, "f"
     if isinstance(typ, Float64Type):
         return "double", np.float64, ""
+    if isinstance(typ, Float16Type):
+        return F16_TYPE, np.float16, ""
     raise CppEmitError(f"no C++ type for floating-point type {typ}")
 
 
@@ -188,6 +206,10 @@ def float_literal(value: float, typ: Attribute) -> str:
     for infinities and NaN.
     """
     ctype, np_type, suffix = _float_type_info(typ)
+    if isinstance(typ, Float16Type):
+        # Every half value is a float value: its exact float literal, converted (exact).
+        inner = float_literal(float(np.float16(value)), Float32Type())
+        return f"static_cast<{F16_TYPE}>({inner})"
     v = np_type(value)
     if np.isnan(v):
         return f"std::numeric_limits<{ctype}>::quiet_NaN()"
@@ -1168,41 +1190,44 @@ def _emit_constant(em: CppEmitter, op: Operation) -> None:
     em.bind(op.result, text)  # a literal: no variable, the constant reads in place
 
 
-def _binary(symbol: str) -> EmitRule:
+def _table_rule(row: OpRow) -> EmitRule:
+    """The emission of an op of `backend.op_tables.OP_TABLE` from its row: the operator
+    or function the JIT's lowering matches (one IEEE operation, or the same libm call)."""
+
     def rule(em: CppEmitter, op: Operation) -> None:
-        lhs, rhs = (em.expr(v) for v in op.operands)
-        em.define(op.results[0], f"{lhs} {symbol} {rhs}")
+        res = op.results[0]
+        args = [em.expr(v) for v in op.operands]
+        half = isinstance(res.type, Float16Type)
+        if half:
+            # f16 arithmetic as LLVM lowers `half` ops on x86: in f32, rounded once to
+            # f16 (exact for + - * / sqrt, whose f32 results round to f16 correctly);
+            # the casts also keep GCC's excess precision out of the statement.
+            args = [f"static_cast<float>({a})" for a in args]
+        if isinstance(res.type, VectorType) and isinstance(row.cpp_vector, str):
+            em.ctype(res.type)
+            em.define(res, f"{em.helper(row.cpp_vector)}({', '.join(args)})")
+            return
+        if row.header is not None:
+            em.include(row.header)
+        if row.cpp_form == "operator":
+            text = f"{args[0]} {row.cpp} {args[1]}"
+        elif row.cpp_form == "unsigned_operator":
+            # wraps like LLVM's udiv / lshr / shl: no signed overflow
+            u = unsigned_type(res.type)
+            lhs, rhs = (f"static_cast<{u}>({a})" for a in args)
+            text = f"static_cast<{scalar_type(res.type)}>({lhs} {row.cpp} {rhs})"
+        elif row.cpp_form == "prefix":
+            text = f"{row.cpp}{args[0]}"
+        else:  # call, helper
+            fn = em.helper(row.cpp) if row.cpp_form == "helper" else row.cpp
+            text = f"{fn}({', '.join(args)})"
+        em.define(res, f"static_cast<{F16_TYPE}>({text})" if half else text)
+
     return rule
 
 
-def _unsigned_binary(symbol: str) -> EmitRule:
-    def rule(em: CppEmitter, op: Operation) -> None:
-        typ = op.results[0].type
-        u = unsigned_type(typ)
-        lhs, rhs = (f"static_cast<{u}>({em.expr(v)})" for v in op.operands)
-        em.define(op.results[0], f"static_cast<{scalar_type(typ)}>({lhs} {symbol} {rhs})")
-    return rule
-
-
-def _call(fn: str, *headers: str, helper: bool = False) -> EmitRule:
-    def rule(em: CppEmitter, op: Operation) -> None:
-        em.include(*headers)
-        if helper:
-            em.helper(fn)
-        args = ", ".join(em.expr(v) for v in op.operands)
-        em.define(op.results[0], f"{fn}({args})")
-    return rule
-
-
-for _op, _sym in ((arith.AddfOp, "+"), (arith.SubfOp, "-"), (arith.MulfOp, "*"),
-                  (arith.DivfOp, "/"), (arith.AddiOp, "+"), (arith.SubiOp, "-"),
-                  (arith.MuliOp, "*"), (arith.DivSIOp, "/"), (arith.RemSIOp, "%"),
-                  (arith.AndIOp, "&"), (arith.OrIOp, "|"), (arith.XOrIOp, "^"),
-                  (arith.ShRSIOp, ">>")):
-    EMIT_RULES[_op] = _binary(_sym)
-for _op, _sym in ((arith.DivUIOp, "/"), (arith.RemUIOp, "%"), (arith.ShRUIOp, ">>"),
-                  (arith.ShLIOp, "<<")):
-    EMIT_RULES[_op] = _unsigned_binary(_sym)  # wraps like LLVM's shl, no signed overflow
+for _op, _row in OP_TABLE.items():
+    EMIT_RULES[_op] = _table_rule(_row)
 
 
 @_rule(arith.MaxSIOp, arith.MinSIOp)
@@ -1215,12 +1240,6 @@ def _emit_minmax_signed(em: CppEmitter, op: Operation) -> None:
     em.define(op.results[0], f"{fn}<{scalar_type(op.results[0].type)}>({lhs}, {rhs})")
 
 
-EMIT_RULES[arith.MaxnumfOp] = _call("std::fmax", "cmath")
-EMIT_RULES[arith.MinnumfOp] = _call("std::fmin", "cmath")
-EMIT_RULES[arith.MaximumfOp] = _call("frame_maximumf", helper=True)
-EMIT_RULES[arith.MinimumfOp] = _call("frame_minimumf", helper=True)
-
-
 @_rule(arith.MaxUIOp, arith.MinUIOp)
 def _emit_minmax_unsigned(em: CppEmitter, op: Operation) -> None:
     em.include("algorithm")
@@ -1229,11 +1248,6 @@ def _emit_minmax_unsigned(em: CppEmitter, op: Operation) -> None:
     fn = "std::max" if isinstance(op, arith.MaxUIOp) else "std::min"
     lhs, rhs = (f"static_cast<{u}>({em.expr(v)})" for v in op.operands)
     em.define(op.results[0], f"static_cast<{scalar_type(typ)}>({fn}({lhs}, {rhs}))")
-
-
-@_rule(arith.NegfOp)
-def _emit_negf(em: CppEmitter, op: Operation) -> None:
-    em.define(op.results[0], f"-{em.expr(op.operands[0])}")
 
 
 def _isnan(em: CppEmitter, value: SSAValue) -> str | None:
@@ -1334,21 +1348,8 @@ def _emit_bitcast(em: CppEmitter, op: Operation) -> None:
 
 
 # --------------------------------------------------------------------------------------
-# math: the <cmath> overloads for float call the same libm functions (expf, ...) that
-# LLVM's intrinsics become in the JIT.
-
-for _op, _fn in ((mathd.FmaOp, "std::fma"), (mathd.ExpOp, "std::exp"),
-                 (mathd.Exp2Op, "std::exp2"), (mathd.LogOp, "std::log"),
-                 (mathd.Log2Op, "std::log2"), (mathd.Log10Op, "std::log10"),
-                 (mathd.SqrtOp, "std::sqrt"), (mathd.AbsFOp, "std::fabs"),
-                 (mathd.TanhOp, "std::tanh"), (mathd.SinOp, "std::sin"),
-                 (mathd.CosOp, "std::cos"), (mathd.TanOp, "std::tan"),
-                 (mathd.SinhOp, "std::sinh"), (mathd.CoshOp, "std::cosh"),
-                 (mathd.FloorOp, "std::floor"), (mathd.CeilOp, "std::ceil"),
-                 (mathd.RoundOp, "std::round"), (mathd.TruncOp, "std::trunc"),
-                 (mathd.PowFOp, "std::pow"), (mathd.CopySignOp, "std::copysign"),
-                 (mathd.RoundEvenOp, "std::nearbyint")):  # default rounding: to even
-    EMIT_RULES[_op] = _call(_fn, "cmath")
+# math: OP_TABLE's rows (the <cmath> overloads for float call the same libm functions,
+# expf, ..., that LLVM's intrinsics become in the JIT), and rsqrt
 
 
 @_rule(mathd.RsqrtOp)
@@ -1356,7 +1357,8 @@ def _emit_rsqrt(em: CppEmitter, op: Operation) -> None:
     em.include("cmath")
     (src,) = op.operands
     one = float_literal(1.0, src.type)
-    em.define(op.results[0], f"{one} / std::sqrt({em.expr(src)})")  # as the JIT lowers it
+    sqrt = OP_TABLE[mathd.SqrtOp].cpp
+    em.define(op.results[0], f"{one} / {sqrt}({em.expr(src)})")  # as the JIT lowers it
 
 
 # --------------------------------------------------------------------------------------
@@ -1446,25 +1448,6 @@ def _emit_collapse_shape(em: CppEmitter, op: Operation) -> None:
         em.views[op.result] = em.views[op.src]
 
 
-def _vector_or_scalar(scalar: EmitRule, vector_helper: str) -> EmitRule:
-    """`scalar` for scalars; a call of the helper template for vector results."""
-
-    def rule(em: CppEmitter, op: Operation) -> None:
-        if not isinstance(op.results[0].type, VectorType):
-            scalar(em, op)
-            return
-        em.ctype(op.results[0].type)
-        fn = em.helper(vector_helper)
-        em.define(op.results[0], f"{fn}({', '.join(em.expr(v) for v in op.operands)})")
-
-    return rule
-
-
-EMIT_RULES[mathd.FmaOp] = _vector_or_scalar(EMIT_RULES[mathd.FmaOp], "frame_vfma")
-EMIT_RULES[arith.MaximumfOp] = _vector_or_scalar(EMIT_RULES[arith.MaximumfOp],
-                                                 "frame_vmaximumf")
-EMIT_RULES[arith.MinimumfOp] = _vector_or_scalar(EMIT_RULES[arith.MinimumfOp],
-                                                 "frame_vminimumf")
 _scalar_constant = EMIT_RULES[arith.ConstantOp]
 
 
@@ -1492,15 +1475,15 @@ def _emit_vector_constant(em: CppEmitter, op: Operation) -> None:
 
 VECTOR_OPS: frozenset[type[Operation]] = frozenset({
     vector.LoadOp, vector.StoreOp, vector.BroadcastOp, vector.FMAOp, vector.ShuffleOp,
-    mathd.FmaOp,
-    arith.ConstantOp, arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp,
-    arith.NegfOp, arith.MaximumfOp, arith.MinimumfOp, arith.SelectOp,
+    arith.ConstantOp, arith.SelectOp,
     scf.ForOp, scf.YieldOp, scf.IfOp, func.CallOp, func.ReturnOp,
+    *(op for op, row in OP_TABLE.items() if row.cpp_vector),
 })
 """Op classes whose rule handles vector operands and results (`arith.select` with a
-scalar condition; xDSL 0.74 has no vector condition). Any other op on a vector fails
-with a CppEmitError rather than emit C++ that would not compile or would mean
-something else (`std::fmax` of a vector, `arith.cmpf`, ...)."""
+scalar condition; xDSL 0.74 has no vector condition; OP_TABLE's rows with a
+`cpp_vector`). Any other op on a vector fails with a CppEmitError rather than emit C++
+that would not compile or would mean something else (`std::fmax` of a vector,
+`arith.cmpf`, ...)."""
 
 
 def emit_module(module: ModuleOp) -> CppModule:
