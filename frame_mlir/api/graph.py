@@ -45,14 +45,30 @@ INDEX_DTYPES = (DType.int32, DType.int64)
 
 
 class Node:
-    """An op of a graph. Exists for API compatibility; no API returns one."""
+    """An op of a graph. The class exists for API compatibility; `Node()` is a
+    TypeError and no API returns one (a Graph's ops show in `graph.to_mlir()`).
+
+    Example:
+        >>> import frame
+        >>> isinstance(frame._core.Node, type)
+        True
+    """
 
     def __init__(self, *args: object, **kwargs: object):
         raise TypeError("Node cannot be constructed")
 
 
 class Value:
-    """An SSA value of one Graph (it keeps the graph alive)."""
+    """A handle on one SSA value of one Graph: a graph input or an op's result. It keeps
+    its graph alive; passing it to another graph is a ValueError ("does not belong to this
+    graph"). `repr` shows its shape and dtype. There is no public constructor.
+
+    Example:
+        >>> import frame
+        >>> g = frame.Graph("example")
+        >>> g.add_graph_input([2, 3], frame.DType.float32)
+        <Value [2, 3] float32>
+    """
 
     __slots__ = ("_graph", "_ssa", "_shape", "_dtype", "__weakref__")
 
@@ -78,7 +94,26 @@ class _Constant:
 
 
 class Graph:
-    """A frame function under construction: inputs, ops, ordered outputs."""
+    """A frame function under construction: inputs (`add_graph_input`), ops (`frame.add`,
+    `frame.matmul`, nn modules' `build`, ...) and ordered outputs (`mark_output`).
+    `compile(graph, backend)` snapshots it; the graph stays mutable. `str(graph)` and
+    `graph.to_mlir()` give its frame-dialect MLIR.
+
+    Args:
+        name: the graph's name (default ""); the compiled function is named after it.
+
+    Example:
+        >>> import numpy as np, frame
+        >>> g = frame.Graph("affine")
+        >>> x = g.add_graph_input([2, 2], frame.DType.float32)
+        >>> w = g.add_graph_input([2, 2], frame.DType.float32)
+        >>> g.mark_output(frame.relu(g, frame.matmul(g, x, w)))
+        >>> run = frame.compile(g, "cpu").run
+        >>> eye = frame.from_numpy(np.eye(2, dtype=np.float32))
+        >>> run([frame.from_numpy(np.array([[1, -2], [3, 4]], np.float32)), eye])[0].numpy()
+        array([[1., 0.],
+               [3., 4.]], dtype=float32)
+    """
 
     def __init__(self, name: str = ""):
         if not isinstance(name, str):
@@ -96,6 +131,7 @@ class Graph:
 
     @property
     def name(self) -> str:
+        """The graph's name ("" by default)."""
         return self._name
 
     # -- construction --------------------------------------------------------------
@@ -115,7 +151,22 @@ class Graph:
 
     def add_graph_input(self, shape: Sequence[int], dtype: DType,
                         backend: str = "cpu") -> Value:
-        """Append a graph input of static `shape` and `dtype` on `backend`."""
+        """Append a graph input; inputs are numbered in call order (the order `run` takes).
+
+        Args:
+            shape: static dims (non-negative ints; at most 2^48 elements).
+            dtype: the DType.
+            backend: the device backend ("cpu"); an unknown name is a KeyError. The graph's
+                device is that of its first input or constant.
+
+        Shapes: `-> shape`.
+
+        Example:
+            >>> import frame
+            >>> g = frame.Graph("example")
+            >>> g.add_graph_input([4, 3], frame.DType.float16)
+            <Value [4, 3] float16>
+        """
         dims = _dims(shape, "add_graph_input")
         dtype = _dtype(dtype, "add_graph_input")
         check_backend(backend)
@@ -126,7 +177,16 @@ class Graph:
         return self._value(arg, dims, dtype)
 
     def mark_output(self, value: Value) -> None:
-        """Append `value` to the ordered outputs (repeats and inputs allowed)."""
+        """Append `value` to the ordered outputs (`run` returns one tensor per output). The same
+        value may be marked more than once, and an input may be an output. A value of another
+        graph is a ValueError ("does not belong to this graph").
+
+        Example:
+            >>> import frame
+            >>> g = frame.Graph("example")
+            >>> x = g.add_graph_input([2], frame.DType.float32)
+            >>> g.mark_output(x)
+        """
         self._outputs.append(self._own(value, "mark_output"))
 
     def _emit(self, op: Operation, dtype: DType) -> Value:
@@ -151,6 +211,41 @@ class Graph:
         arg.name_hint = f"const{len(self._hidden)}"
         self._hidden[arg] = _Constant(_storage(values.reshape(dims), dtype), dtype)
         return self._value(arg, dims, dtype)
+
+    # -- printing ----------------------------------------------------------------------
+    def to_mlir(self) -> str:
+        """The graph as frame-dialect MLIR text: a `builtin.module` holding the graph's
+        `func.func` (named after the graph) and the step functions its scans call.
+
+        The function's arguments are the graph inputs in `add_graph_input` order
+        (`%in0`, `%in1`, ...), followed by one argument per constant that is not a
+        splat (`%const0`, ...: their values stay with the graph); it returns the
+        marked outputs in `mark_output` order. The text is what `compile` hands to the
+        pipeline, and `frame-opt` parses it (e.g. `frame-opt g.mlir -p
+        frame-shape-inference`). `str(graph)` is the same text.
+
+        Example:
+            >>> import frame
+            >>> g = frame.Graph("double")
+            >>> x = g.add_graph_input([2, 3], frame.DType.float32)
+            >>> g.mark_output(frame.add(g, x, x))
+            >>> print(g.to_mlir())
+            builtin.module {
+              func.func @double(%in0: tensor<2x3xf32>) -> tensor<2x3xf32> {
+                %0 = frame.add %in0, %in0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+                func.return %0 : tensor<2x3xf32>
+              }
+            }
+        """
+        fn, _ = self._snapshot()
+        return str(builtin.ModuleOp([fn, *(f.clone() for f in self._functions.values())]))
+
+    def __str__(self) -> str:
+        return self.to_mlir()
+
+    def __repr__(self) -> str:
+        return (f"<Graph {self._name!r}: {len(self._inputs)} inputs, "
+                f"{len(self._block.ops)} ops, {len(self._outputs)} outputs>")
 
     # -- snapshot ----------------------------------------------------------------------
     def _snapshot(self) -> tuple[func.FuncOp, list[BlockArgument]]:
@@ -215,7 +310,8 @@ def _dtype(dtype: object, what: str) -> DType:
 def _storage(values: np.ndarray, dtype: DType) -> np.ndarray:
     if dtype == DType.bfloat16:
         return bf16_bits(values.astype(np.float32))
-    return np.ascontiguousarray(values, dtype=STORAGE[dtype])
+    with np.errstate(over="ignore"):  # a constant beyond float16's range is +-inf
+        return np.ascontiguousarray(values, dtype=STORAGE[dtype])
 
 
 # -- compile and run ---------------------------------------------------------------------
@@ -224,8 +320,16 @@ _CACHE: dict[str, object] = {}
 
 
 class Executable:
-    """A compiled graph. `run` takes tensors in graph-input order and returns fresh
-    tensors, one per marked output."""
+    """A compiled graph, from `compile(graph, backend)` (no public constructor).
+
+    Example:
+        >>> import numpy as np, frame
+        >>> g = frame.Graph("double")
+        >>> x = g.add_graph_input([3], frame.DType.float32)
+        >>> g.mark_output(frame.add(g, x, x))
+        >>> frame.compile(g, "cpu").run([frame.from_numpy(np.array([1, 2, 3], np.float32))])
+        [Tensor(shape=[3], dtype=float32, device=Device('cpu', 0))]
+    """
 
     def __init__(self, *args: object, **kwargs: object):
         raise TypeError("Executable has no public constructor; use compile(graph, backend)")
@@ -284,7 +388,26 @@ class Executable:
         return ex
 
     def run(self, inputs: Sequence[Tensor]) -> list[Tensor]:
-        """Run on `inputs` (graph-input order); fresh output tensors, inputs untouched."""
+        """Run the compiled graph on `inputs` and return one fresh tensor per marked output,
+        in `mark_output` order; inputs are never modified.
+
+        Args:
+            inputs: one Tensor per graph input, in `add_graph_input` order, each of that
+                input's dtype, shape and backend. A mismatch is a ValueError naming the input
+                and the expected and found values; for a DataLoader's short last batch it
+                says so and points at `drop_last`.
+
+        Shapes: each output has its graph value's shape.
+
+        Example:
+            >>> import numpy as np, frame
+            >>> g = frame.Graph("sq")
+            >>> x = g.add_graph_input([2], frame.DType.float32)
+            >>> g.mark_output(frame.square(g, x))
+            >>> (y,) = frame.compile(g, "cpu").run([frame.from_numpy(np.array([3, 4], np.float32))])
+            >>> y.numpy()
+            array([ 9., 16.], dtype=float32)
+        """
         if isinstance(inputs, Tensor) or not isinstance(inputs, Sequence):
             raise TypeError("run: inputs must be a sequence of Tensors")
         if len(inputs) != len(self._inputs):
@@ -297,8 +420,9 @@ class Executable:
                 raise ValueError(f"run: input {i} expected dtype {dtype.name}, "
                                  f"found {t.dtype.name}")
             if tuple(t.shape.dims) != shape:
+                why = f": {t._note}" if t._note else ""
                 raise ValueError(f"run: input {i} expected shape {list(shape)}, "
-                                 f"found {t.shape.dims}")
+                                 f"found {t.shape.dims}{why}")
             if t.device.backend != self._backend:
                 raise ValueError(f"run: input {i} is on '{t.device.backend}', the "
                                  f"executable on '{self._backend}'")
@@ -371,7 +495,22 @@ def _computed_part(fn: func.FuncOp) -> tuple[func.FuncOp, list[int]]:
 
 
 def compile(graph: Graph, backend: str) -> Executable:  # noqa: A001 - the API's name
-    """Compile `graph` for `backend` (a snapshot: the graph stays mutable)."""
+    """Compile `graph` for `backend` and return an Executable. The graph is snapshotted (it
+    stays mutable); compiling the same graph text twice reuses the compiled code.
+
+    Args:
+        graph: the Graph.
+        backend: "cpu". It must equal the graph's device backend (else ValueError "does
+            not match graph device backend"); an unknown name for an empty graph is a
+            KeyError.
+
+    Example:
+        >>> import frame
+        >>> g = frame.Graph("consts")
+        >>> g.mark_output(frame.constant(g, [1.0, 2.0], [2], frame.DType.float32))
+        >>> frame.compile(g, "cpu").run([])[0].numpy()
+        array([1., 2.], dtype=float32)
+    """
     if not isinstance(graph, Graph):
         raise TypeError(f"compile: expected a Graph, found {type(graph).__name__}")
     if not isinstance(backend, str):

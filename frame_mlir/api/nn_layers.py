@@ -70,11 +70,28 @@ def _lif_numbers(name: str, decay: float, threshold: float, alpha: float) -> Non
 
 
 def LayerNorm(name: str, dim: int, eps: float, dtype: DType) -> Module:
-    """Layer normalisation over the last dim of x [rows, dim] (population variance):
-    `gamma * (x - mean) / sqrt(var + eps) + beta`. Parameters `P.gamma [dim]`,
-    `P.beta [dim]`. `eps <= 0` is a ValueError at build.
+    """Layer normalisation over the last dim, population variance:
+    `gamma * (x - mean) / sqrt(var + eps) + beta`.
 
-    Example: ``LayerNorm("ln", 8, 1e-5, DType.float32)`` on x [4, 8] gives [4, 8].
+    Args:
+        name: the module name.
+        dim: D, the normalised (last) dim.
+        eps: added to the variance; `eps <= 0` (or not finite) is a ValueError at build.
+        dtype: the parameters' DType.
+
+    Parameters: `name.gamma [D]`, `name.beta [D]`.
+
+    Shapes: `x [rows, D] -> [rows, D]` (rank 2 only).
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([4, 8], F32)
+        >>> m = nn.LayerNorm("ln", 8, 1e-5, F32)
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [4, 8] float32>]
     """
     inner = layers.LayerNorm(_name(name), _int(dim, "dim"), _float(eps, "eps"))
     return Module._make(inner, _dtype(dtype), 1)
@@ -82,11 +99,35 @@ def LayerNorm(name: str, dim: int, eps: float, dtype: DType) -> Module:
 
 def MultiheadAttention(name: str, batch: int, seq_len: int, embed_dim: int, num_heads: int,
                        with_bias: bool, dtype: DType) -> Module:
-    """Self-attention on x [batch*seq_len, E]: children `q, k, v, o` = Linear(rows, E, E);
-    per batch and head, softmax(Q Kᵀ / sqrt(E/heads)) V; heads joined by columns, then
-    `o`. `E % num_heads != 0` is a ValueError at build.
+    """Multi-head self-attention on the rows of `batch` sequences of `seq_len` tokens.
 
-    Example: ``MultiheadAttention("mha", 2, 4, 8, 2, True, DType.float32)`` on [8, 8].
+    With `Dh = E / num_heads`, `q, k, v` are three Linears applied to x; for each batch b
+    (rows `[b*S, (b+1)*S)`) and head h (columns `[h*Dh, (h+1)*Dh)`):
+    `softmax(Q_bh @ K_bhᵀ / sqrt(Dh)) @ V_bh`; heads are joined by columns, batches by
+    rows, then the Linear `o` is applied.
+
+    Args:
+        name: the module name.
+        batch, seq_len: B and S (x holds B*S rows).
+        embed_dim: E; `E % num_heads != 0` is a ValueError at build.
+        num_heads: the number of heads.
+        with_bias: whether the four Linears have biases.
+        dtype: the parameters' DType.
+
+    Parameters: children `q, k, v, o`, each `Linear(B*S, E, E, with_bias)`:
+    `name.q.weight [E, E]`, `name.q.bias [B*S, E]`, ... `name.o.bias`.
+
+    Shapes: `x [B*S, E] -> [B*S, E]`.
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([8, 8], F32)
+        >>> m = nn.MultiheadAttention("mha", 2, 4, 8, 2, True, F32)
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [8, 8] float32>]
     """
     inner = layers.MultiheadAttention(_name(name), _int(batch, "batch"),
                                       _int(seq_len, "seq_len"), _int(embed_dim, "embed_dim"),
@@ -98,10 +139,30 @@ def MultiheadAttention(name: str, batch: int, seq_len: int, embed_dim: int, num_
 def TransformerEncoderBlock(name: str, batch: int, seq_len: int, embed_dim: int,
                             num_heads: int, ffn_dim: int, with_bias: bool,
                             dtype: DType) -> Module:
-    """Post-LN encoder block on [rows, E]: children mha, ln1, ffn1, ffn2, ln2;
-    `y1 = ln1(x + mha(x))`, `y = ln2(y1 + ffn2(relu(ffn1(y1))))` (16 parameters with bias).
+    """A post-LN transformer encoder block:
+    `y1 = ln1(x + mha(x))`, `y = ln2(y1 + ffn2(relu(ffn1(y1))))`.
 
-    Example: ``TransformerEncoderBlock("enc", 2, 16, 32, 4, 64, True, DType.float32)``.
+    Args:
+        name: the module name.
+        batch, seq_len, embed_dim, num_heads, with_bias: as MultiheadAttention's (rows = B*S).
+        ffn_dim: the hidden width of the feed-forward Linears.
+        dtype: the parameters' DType.
+
+    Parameters: children `mha` (MultiheadAttention), `ln1` (LayerNorm(E, eps 1e-5)),
+    `ffn1` (Linear(rows, E, ffn_dim)), `ffn2` (Linear(rows, ffn_dim, E)), `ln2`; 16
+    parameters with bias.
+
+    Shapes: `x [B*S, E] -> [B*S, E]`.
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([8, 8], F32)
+        >>> m = nn.TransformerEncoderBlock("enc", 2, 4, 8, 2, 16, True, F32)
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [8, 8] float32>]
     """
     inner = layers.TransformerEncoderBlock(
         _name(name), _int(batch, "batch"), _int(seq_len, "seq_len"),
@@ -111,10 +172,29 @@ def TransformerEncoderBlock(name: str, batch: int, seq_len: int, embed_dim: int,
 
 
 def AFF(name: str, channels: int, dtype: DType) -> Module:
-    """Attentional feature fusion of (X, Y), both [N, C, H, W]: children c1, c2 (1x1
-    Conv2d with bias); `M = sigmoid(c2(relu(c1(X + Y))))`, `out = M*X + (1-M)*Y`.
+    """Attentional feature fusion of two feature maps:
+    `M = sigmoid(c2(relu(c1(X + Y))))`, `out = M * X + (1 - M) * Y`.
 
-    Example: ``AFF("aff", 4, DType.float32)`` on two [2, 4, 5, 5] inputs.
+    Args:
+        name: the module name.
+        channels: C.
+        dtype: the parameters' DType.
+
+    Parameters: children `c1`, `c2`, each a 1x1 Conv2d(C -> C) with bias:
+    `name.c1.weight [C, C, 1, 1]`, `name.c1.bias [C]`, `name.c2.weight`, `name.c2.bias`.
+
+    Shapes: `(X [N, C, H, W], Y [N, C, H, W]) -> [N, C, H, W]`.
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([2, 4, 5, 5], F32)
+        >>> y = g.add_graph_input([2, 4, 5, 5], F32)
+        >>> m = nn.AFF("aff", 4, F32)
+        >>> m.build(g, [x, y], nn.add_parameter_inputs(g, m))
+        [<Value [2, 4, 5, 5] float32>]
     """
     inner = layers.AFF(_name(name), _int(channels, "channels"))
     return Module._make(inner, _dtype(dtype), 2)
@@ -130,11 +210,27 @@ def _wavelet(kind: object, known: Sequence[str]) -> str:
 
 
 def Dwt2d(name: str, channels: int, wavelet_kind: str) -> Module:
-    """One level of the 2-D haar wavelet transform, [N, C, H, W] -> [N, 4C, H//2, W//2]
-    (bands LL, LH, HL, HH per channel; a grouped stride-2 conv with constant filters).
-    `"db4"` is accepted here but is a ValueError at build; other kinds fail here.
+    """One level of the 2-D Haar wavelet transform: a grouped stride-2 conv with constant
+    2x2 filters giving the bands LL, LH, HL, HH of each channel (channels 4c..4c+3).
+    No parameters.
 
-    Example: ``Dwt2d("dwt", 2, "haar")`` on [1, 2, 4, 4] gives [1, 8, 2, 2].
+    Args:
+        name: the module name.
+        channels: C.
+        wavelet_kind: "haar"; "db4" is accepted here but is a ValueError at build; any
+            other string is a ValueError here.
+
+    Shapes: `x [N, C, H, W] -> [N, 4C, H // 2, W // 2]`.
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([1, 2, 4, 4], F32)
+        >>> m = nn.Dwt2d("dwt", 2, "haar")
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [1, 8, 2, 2] float32>]
     """
     inner = layers.Dwt2d(_name(name), _int(channels, "channels"),
                          _wavelet(wavelet_kind, ("haar", "db4")))
@@ -142,10 +238,26 @@ def Dwt2d(name: str, channels: int, wavelet_kind: str) -> Module:
 
 
 def Dwt1d(name: str, channels: int, wavelet_kind: str) -> Module:
-    """One level of the 1-D wavelet transform ("haar" or "db4"), [N, C, L] ->
-    [N, 2C, (L-K)//2+1] (low-pass and high-pass bands per channel).
+    """One level of the 1-D wavelet transform: a grouped stride-2 conv with constant
+    filters giving the low-pass and high-pass bands of each channel (channels 2c, 2c+1).
+    No parameters.
 
-    Example: ``Dwt1d("dwt", 2, "db4")`` on [1, 2, 8] gives [1, 4, 3].
+    Args:
+        name: the module name.
+        channels: C.
+        wavelet_kind: "haar" (K = 2) or "db4" (K = 4); another string is a ValueError.
+
+    Shapes: `x [N, C, L] -> [N, 2C, (L - K) // 2 + 1]`.
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([1, 2, 8], F32)
+        >>> m = nn.Dwt1d("dwt", 2, "db4")
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [1, 4, 3] float32>]
     """
     inner = layers.Dwt1d(_name(name), _int(channels, "channels"),
                          _wavelet(wavelet_kind, tuple(layers.WAVELETS)))
@@ -154,11 +266,28 @@ def Dwt1d(name: str, channels: int, wavelet_kind: str) -> Module:
 
 def LSTM(name: str, batch: int, num_steps: int, input_dim: int, hidden_dim: int,
          dtype: DType) -> Module:
-    """One LSTM layer, x [B, T, In] -> h_T [B, H] from h = c = 0. Parameters
-    `P.W_ih [In, 4H]`, `P.W_hh [H, 4H]`, `P.bias [B, 4H]`; gates i, f, g, o are the
-    column blocks of `x_t W_ih + h W_hh + bias`.
+    """One LSTM layer run over all steps from `h = c = 0`; returns the last hidden state.
+    Per step `z = x_t @ W_ih + h @ W_hh + bias`; the gates are z's column blocks
+    i, f, g, o (sigmoid, sigmoid, tanh, sigmoid); `c = f*c + i*g`, `h = o * tanh(c)`.
 
-    Example: ``LSTM("lstm", 2, 5, 3, 4, DType.float32)`` on [2, 5, 3] gives [2, 4].
+    Args:
+        name: the module name.
+        batch, num_steps, input_dim, hidden_dim: B, T, In and H.
+        dtype: the parameters' DType.
+
+    Parameters: `name.W_ih [In, 4H]`, `name.W_hh [H, 4H]`, `name.bias [B, 4H]`.
+
+    Shapes: `x [B, T, In] -> h_T [B, H]`.
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([2, 5, 3], F32)
+        >>> m = nn.LSTM("lstm", 2, 5, 3, 4, F32)
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [2, 4] float32>]
     """
     inner = layers.LSTM(_name(name), _int(batch, "batch"), _int(num_steps, "num_steps"),
                         _int(input_dim, "input_dim"), _int(hidden_dim, "hidden_dim"))
@@ -167,11 +296,32 @@ def LSTM(name: str, batch: int, num_steps: int, input_dim: int, hidden_dim: int,
 
 def LIFCell(name: str, batch: int, num_steps: int, features: int, decay: float,
             threshold: float, alpha: float, dtype: DType) -> Module:
-    """Leaky integrate-and-fire over x [B, T, F] -> spikes [B, T, F]; the spike's
-    gradient is the sigmoid surrogate with slope `alpha`. Checked at build: dims > 0,
-    decay in [0, 1), finite threshold > 0 and alpha > 0, the input exactly [B, T, F].
+    """Leaky integrate-and-fire neurons over time, from `v = 0`: per step
+    `v_pre = decay * v + x_t`, `spike = heaviside_surrogate(v_pre - threshold, alpha)`,
+    `v = v_pre * (1 - spike)`; the output stacks the spikes. The spike's gradient is the
+    sigmoid surrogate with slope `alpha`. No parameters.
 
-    Example: decay 0.5, threshold 1.0 and x = [.6, .7, .2] give spikes [0, 1, 0].
+    Args:
+        name: the module name.
+        batch, num_steps, features: B, T and F (each > 0).
+        decay: in [0, 1).
+        threshold, alpha: finite and > 0.
+        dtype: the input's DType (a float).
+
+    The numbers and the exact input shape and dtype are checked at build (ValueError).
+    E.g. decay 0.5, threshold 1.0 and x = [.6, .7, .2] give spikes [0, 1, 0].
+
+    Shapes: `x [B, T, F] -> spikes [B, T, F]`.
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([2, 3, 4], F32)
+        >>> m = nn.LIFCell("lif", 2, 3, 4, 0.5, 1.0, 4.0, F32)
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [2, 3, 4] float32>]
     """
     name = _name(name)
     b, t, f = (_int(v, w) for v, w in ((batch, "batch"), (num_steps, "num_steps"),
@@ -187,10 +337,31 @@ def LIFCell(name: str, batch: int, num_steps: int, features: int, decay: float,
 def SnnClassifier(name: str, batch: int, num_steps: int, input_dim: int, hidden_dim: int,
                   num_classes: int, decay: float, threshold: float, alpha: float,
                   with_bias: bool, dtype: DType) -> Module:
-    """input Linear -> LIFCell -> output Linear per step, summed over time:
-    [B, T, In] -> logits [B, classes]. Checks as LIFCell's.
+    """A spiking classifier: per step an input Linear, a LIFCell, an output Linear; the
+    logits are summed over time.
 
-    Example: ``SnnClassifier("snn", 2, 4, 3, 5, 2, 0.5, 1.0, 4.0, True, DType.float32)``.
+    Args:
+        name: the module name.
+        batch, num_steps, input_dim, hidden_dim, num_classes: B, T, In, H, C (each > 0).
+        decay, threshold, alpha: the LIFCell's (checked at build as LIFCell's).
+        with_bias: whether the Linears have biases.
+        dtype: the parameters' DType.
+
+    Parameters: children `input` = Linear(B*T, In, H), `lif`, `output` = Linear(B*T, H, C):
+    `name.input.weight [In, H]`, (`name.input.bias [B*T, H]`), `name.output.weight [H, C]`,
+    (`name.output.bias [B*T, C]`).
+
+    Shapes: `x [B, T, In] -> logits [B, C]`.
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([2, 4, 3], F32)
+        >>> m = nn.SnnClassifier("snn", 2, 4, 3, 5, 2, 0.5, 1.0, 4.0, True, F32)
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [2, 2] float32>]
     """
     name = _name(name)
     dims = {w: _int(v, w) for v, w in ((batch, "batch"), (num_steps, "num_steps"),
@@ -209,11 +380,29 @@ def SnnClassifier(name: str, batch: int, num_steps: int, input_dim: int, hidden_
 
 def Mamba(name: str, batch: int, channels: int, steps: int, kernel_size: int,
           dtype: DType) -> Module:
-    """A Mamba-style block, [B, C, L] -> [B, C, L]: children conv (causal depthwise
-    Conv1d, pad K-1), input, a, b, c, d, gate and out (Linear(B*L, C, C)); a selective
-    scan of the activated projections, gated, then `out` (16 parameters).
+    """A Mamba-style selective-scan block: a causal depthwise Conv1d, six activated Linear
+    projections (input, a, b, c, d, gate), `selective_scan(input, a, b, c, d) * gate`,
+    then the Linear `out`.
 
-    Example: ``Mamba("m", 2, 3, 8, 3, DType.float32)`` on [2, 3, 8].
+    Args:
+        name: the module name.
+        batch, channels, steps, kernel_size: B, C, L and K (each > 0).
+        dtype: the parameters' and input's DType (a float; checked at build).
+
+    Parameters (16): `name.conv.weight [C, 1, K]`, `name.conv.bias [C]`, then for each of
+    `input, a, b, c, d, gate, out`: `.weight [C, C]`, `.bias [B*L, C]`.
+
+    Shapes: `x [B, C, L] -> [B, C, L]` (the input must be exactly that, checked at build).
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([2, 3, 8], F32)
+        >>> m = nn.Mamba("m", 2, 3, 8, 3, F32)
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [2, 3, 8] float32>]
     """
     name = _name(name)
     dims = {w: _int(v, w) for v, w in ((batch, "batch"), (channels, "channels"),
@@ -226,11 +415,28 @@ def Mamba(name: str, batch: int, channels: int, steps: int, kernel_size: int,
 
 def FourierMamba(name: str, batch: int, channels: int, steps: int, kernel_size: int,
                  dtype: DType) -> Module:
-    """`tanh(mamba(x) + fourier(x))` on [B, C, L]: children `mamba` (Mamba, 16
-    parameters) and `fourier` (FourierFilter1d(B, C, L): `P.fourier.w_re/w_im`
-    [B, C, L//2+1, 1]); Mamba's checks. float32 only (the FFT kernels are f32).
+    """`tanh(mamba(x) + fourier(x))`: a Mamba block beside a per-sample Fourier filter.
+    float32 only (the FFT kernels are f32).
 
-    Example: ``FourierMamba("fm", 2, 3, 8, 3, DType.float32)`` on [2, 3, 8].
+    Args:
+        name: the module name.
+        batch, channels, steps, kernel_size: B, C, L and K, as Mamba's.
+        dtype: DType.float32.
+
+    Parameters (18): child `mamba`'s 16, then `name.fourier.w_re`, `name.fourier.w_im`
+    `[B, C, L // 2 + 1, 1]`.
+
+    Shapes: `x [B, C, L] -> [B, C, L]`.
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([2, 3, 8], F32)
+        >>> m = nn.FourierMamba("fm", 2, 3, 8, 3, F32)
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [2, 3, 8] float32>]
     """
     name = _name(name)
     dims = {w: _int(v, w) for v, w in ((batch, "batch"), (channels, "channels"),
@@ -251,12 +457,30 @@ def _f32_only(name: str, dtype: DType) -> Check:
 
 def SpectralConv1d(name: str, batch: int, in_channels: int, out_channels: int, n: int,
                    modes: int, dtype: DType) -> Module:
-    """The FNO Fourier layer on [B, Cin, n] -> [B, Cout, n]: `P.W_re`, `P.W_im`
-    [Cin, modes*Cout]; `Y[:, :, j] = rfft(x)[:, :, j] @ (W_re + i W_im)[:, j*Cout:(j+1)*Cout]`
-    for j < modes, higher modes 0, then `irfft(Y, n)`. `modes > n//2+1` is a
-    ValueError at build. float32 only.
+    """The Fourier layer of a Fourier neural operator: `X = rfft(x)`; for mode j < modes,
+    `Y[:, :, j] = X[:, :, j] @ (W_re + i W_im)[:, j*Cout:(j+1)*Cout]`, higher modes 0;
+    the result is `irfft(Y, n)`. float32 only.
 
-    Example: ``SpectralConv1d("sc", 2, 3, 4, 16, 5, DType.float32)`` on [2, 3, 16].
+    Args:
+        name: the module name.
+        batch, in_channels, out_channels: B, Cin and Cout.
+        n: the signal length.
+        modes: the kept modes; `modes > n // 2 + 1` is a ValueError at build.
+        dtype: DType.float32.
+
+    Parameters: `name.W_re`, `name.W_im`, each `[Cin, modes * Cout]`.
+
+    Shapes: `x [B, Cin, n] -> [B, Cout, n]`.
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([2, 3, 16], F32)
+        >>> m = nn.SpectralConv1d("sc", 2, 3, 4, 16, 5, F32)
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [2, 4, 16] float32>]
     """
     name = _name(name)
     dt = _dtype(dtype)
@@ -267,10 +491,27 @@ def SpectralConv1d(name: str, batch: int, in_channels: int, out_channels: int, n
 
 
 def FourierFilter1d(name: str, batch: int, channels: int, n: int, dtype: DType) -> Module:
-    """`irfft(w ⊙ rfft(x), n)` on [B, C, n] with one complex filter per sample and
-    channel: `P.w_re`, `P.w_im` [B, C, n//2+1, 1]. float32 only.
+    """A learned per-sample, per-channel complex filter in frequency space:
+    `irfft((w_re + i w_im) * rfft(x), n)`. float32 only.
 
-    Example: ``FourierFilter1d("ff", 2, 3, 8, DType.float32)`` on [2, 3, 8].
+    Args:
+        name: the module name.
+        batch, channels, n: B, C and the signal length.
+        dtype: DType.float32.
+
+    Parameters: `name.w_re`, `name.w_im`, each `[B, C, n // 2 + 1, 1]`.
+
+    Shapes: `x [B, C, n] -> [B, C, n]`.
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([2, 3, 8], F32)
+        >>> m = nn.FourierFilter1d("ff", 2, 3, 8, F32)
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [2, 3, 8] float32>]
     """
     name = _name(name)
     dt = _dtype(dtype)
@@ -281,11 +522,28 @@ def FourierFilter1d(name: str, batch: int, channels: int, n: int, dtype: DType) 
 
 def Fno1dBlock(name: str, batch: int, in_channels: int, out_channels: int, n: int,
                modes: int, dtype: DType) -> Module:
-    """`tanh(spectral(x) + bypass(x))` on [B, Cin, n] -> [B, Cout, n]: children
-    `spectral` (SpectralConv1d) and `bypass` (Conv1d kernel 1 with bias):
-    `P.spectral.W_re, P.spectral.W_im, P.bypass.weight [Cout, Cin, 1], P.bypass.bias`.
+    """A Fourier neural operator block: `tanh(spectral(x) + bypass(x))`. float32 only.
 
-    Example: ``Fno1dBlock("fno", 2, 3, 4, 16, 5, DType.float32)`` on [2, 3, 16].
+    Args:
+        name: the module name.
+        batch, in_channels, out_channels, n, modes: as SpectralConv1d's.
+        dtype: DType.float32.
+
+    Parameters: children `spectral` (SpectralConv1d) and `bypass` (Conv1d, kernel 1, with
+    bias): `name.spectral.W_re`, `name.spectral.W_im [Cin, modes * Cout]`,
+    `name.bypass.weight [Cout, Cin, 1]`, `name.bypass.bias [Cout]`.
+
+    Shapes: `x [B, Cin, n] -> [B, Cout, n]`.
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([2, 3, 16], F32)
+        >>> m = nn.Fno1dBlock("fno", 2, 3, 4, 16, 5, F32)
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [2, 4, 16] float32>]
     """
     name = _name(name)
     dt = _dtype(dtype)
@@ -308,12 +566,31 @@ def _graph_indices(name: str, num_nodes: int, lists: Sequence[tuple[str, list[in
 def GraphConv(name: str, num_nodes: int, in_features: int, out_features: int,
               source_indices: Sequence[int], target_indices: Sequence[int],
               dtype: DType) -> Module:
-    """Normalised graph convolution on x [N, Fin] -> [N, Fout]: child `linear`
-    (Linear(E, Fin, Fout), no bias); edge e sends `(x[src_e] @ W) /
-    sqrt(outdeg(src_e) * indeg(tgt_e))` into row tgt_e.
+    """Normalised graph convolution: edge e sends
+    `(x[src_e] @ W) / sqrt(outdeg(src_e) * indeg(tgt_e))` into row `tgt_e` (a scatter_add).
 
-    Example: ``GraphConv("g", 3, 2, 2, [0, 1, 2], [1, 2, 0], DType.float32)`` with W = I
-    maps rows [[1,2],[3,4],[5,6]] to [[5,6],[1,2],[3,4]] exactly.
+    Args:
+        name: the module name.
+        num_nodes, in_features, out_features: N, Fin and Fout.
+        source_indices, target_indices: the edges, equally long (at least one), each
+            index in [0, N) (checked at build).
+        dtype: the parameters' DType.
+
+    Parameters: child `linear` = Linear(E, Fin, Fout) without bias: `name.linear.weight
+    [Fin, Fout]`.
+
+    Shapes: `x [N, Fin] -> [N, Fout]`. With W = I, `GraphConv("g", 3, 2, 2, [0, 1, 2],
+    [1, 2, 0], F32)` maps rows [[1, 2], [3, 4], [5, 6]] to [[5, 6], [1, 2], [3, 4]].
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([3, 2], F32)
+        >>> m = nn.GraphConv("g", 3, 2, 2, [0, 1, 2], [1, 2, 0], F32)
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [3, 2] float32>]
     """
     name = _name(name)
     src, tgt = _indices(source_indices, "source_indices"), \
@@ -339,11 +616,30 @@ def GraphConv(name: str, num_nodes: int, in_features: int, out_features: int,
 def HypergraphConv(name: str, num_nodes: int, num_hyperedges: int, in_features: int,
                    out_features: int, node_indices: Sequence[int],
                    hyperedge_indices: Sequence[int], dtype: DType) -> Module:
-    """Hypergraph convolution on x [N, Fin] -> [N, Fout]:
-    `Dv^-1/2 H De^-1 Hᵀ Dv^-1/2 x @ W` with H the incidence pairs (node_indices[i],
-    hyperedge_indices[i]); child `linear` (Linear(N, Fin, Fout), no bias).
+    """Hypergraph convolution: `Dv^-1/2 H De^-1 Hᵀ Dv^-1/2 x @ W`, with H the incidence
+    pairs `(node_indices[i], hyperedge_indices[i])`; a node of degree 0 gets scale 0.
 
-    Example: ``HypergraphConv("h", 4, 2, 3, 2, [0, 1, 2, 3], [0, 0, 1, 1], DType.float32)``.
+    Args:
+        name: the module name.
+        num_nodes, num_hyperedges, in_features, out_features: N, M, Fin and Fout.
+        node_indices, hyperedge_indices: the incidence pairs, equally long, indices in
+            range and no pair twice (checked at build).
+        dtype: the parameters' DType.
+
+    Parameters: child `linear` = Linear(N, Fin, Fout) without bias: `name.linear.weight
+    [Fin, Fout]`.
+
+    Shapes: `x [N, Fin] -> [N, Fout]`.
+
+    Example:
+        >>> import frame
+        >>> from frame import nn
+        >>> F32 = frame.DType.float32
+        >>> g = frame.Graph("example")
+        >>> x = g.add_graph_input([4, 3], F32)
+        >>> m = nn.HypergraphConv("h", 4, 2, 3, 2, [0, 1, 2, 3], [0, 0, 1, 1], F32)
+        >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
+        [<Value [4, 2] float32>]
     """
     name = _name(name)
     nodes, edges_ = _indices(node_indices, "node_indices"), \

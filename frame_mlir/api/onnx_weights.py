@@ -116,11 +116,23 @@ def _encode_tensor(name: object, tensor: object) -> bytes:
 
 
 def save_onnx_weights(path: str, weights: dict[str, Tensor]) -> None:
-    """Write `weights` to `path` as an ONNX model whose graph holds only initializers.
+    """Write `weights` to `path` as an ONNX model whose graph holds only initializers, in
+    dict order (no `onnx` package needed; `onnx.checker` accepts the file).
 
-    Every tensor must be on cpu and float32, float16 or bfloat16 (ValueError otherwise);
-    all entries are validated before the file is touched. A path that cannot be opened for
-    writing gives ValueError, a failed write RuntimeError.
+    Args:
+        path: the file to write.
+        weights: name -> cpu Tensor of float32, float16 or bfloat16 (ValueError
+            otherwise; all entries are validated before the file is touched).
+
+    A path that cannot be opened for writing gives ValueError, a failed write
+    RuntimeError. Shapes, dtypes and values round-trip exactly.
+
+    Example:
+        >>> import os, tempfile, numpy as np, frame
+        >>> path = os.path.join(tempfile.mkdtemp(), "w.onnx")
+        >>> frame.save_onnx_weights(path, {"w": frame.from_numpy(np.ones((2, 3), np.float32))})
+        >>> frame.load_onnx_weights(path)["w"].shape
+        Shape([2, 3])
     """
     path = _check_path(path, "save_onnx_weights")
     if not isinstance(weights, Mapping):
@@ -336,9 +348,19 @@ def _decode_model(data: bytes) -> dict[str, Tensor]:
 def load_onnx_weights(path: str) -> dict[str, Tensor]:
     """The initializers of the ONNX model at `path`, as cpu tensors in file order.
 
-    A missing file gives KeyError. Malformed content (truncated data, invalid wire types, no
-    graph, unsupported data_type, ...) gives ValueError; protobuf group wire types give
-    NotImplementedError. Unknown fields are skipped.
+    Args:
+        path: the file to read. A missing file gives KeyError.
+
+    Malformed content (truncated data, invalid wire types, no graph, an unsupported
+    data_type, ...) gives ValueError; protobuf group wire types NotImplementedError.
+    Unknown fields are skipped.
+
+    Example:
+        >>> import os, tempfile, numpy as np, frame
+        >>> path = os.path.join(tempfile.mkdtemp(), "w.onnx")
+        >>> frame.save_onnx_weights(path, {"b": frame.from_numpy(np.zeros(4, np.float16))})
+        >>> {name: (t.shape.dims, t.dtype.name) for name, t in frame.load_onnx_weights(path).items()}
+        {'b': ([4], 'float16')}
     """
     path = _check_path(path, "load_onnx_weights")
     try:

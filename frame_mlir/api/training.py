@@ -2,8 +2,8 @@
 
 `build_backward_graph` runs `frame-autodiff` (the pass frame-run uses, with its VJP
 table) on a snapshot of the forward graph; `build_sgd_update_graph` builds the update
-`p + (-lr) * g` from ordinary graph ops. Both return new Graphs that compile like any
-other.
+`p + (-lr) * g` on the dialect's `frame.sgd_update` op. Both return new Graphs that
+compile like any other.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 from xdsl.dialects import builtin, func
 from xdsl.ir import SSAValue
 
@@ -34,8 +35,32 @@ def _index(value: object, what: str) -> int:
 
 def build_backward_graph(forward: Graph, loss_output_index: int,
                          wrt_input_indices: Sequence[int]) -> Graph:
-    """A new graph with `forward`'s inputs and outputs, followed by the gradient of
-    output `loss_output_index` with respect to each input in `wrt_input_indices`."""
+    """A new graph computing `forward`'s outputs and gradients of one of them (`forward` is
+    not modified; the new graph has its name and inputs).
+
+    Args:
+        forward: the forward Graph.
+        loss_output_index: which output is the loss; it must be scalar (rank 0 or one
+            element). Outside `[0, n_outputs)` is a ValueError "out of range".
+        wrt_input_indices: the inputs to differentiate with respect to (distinct, in
+            `[0, n_inputs)`, float dtypes). An input that does not reach the loss gets
+            zeros.
+
+    Outputs: `[forward outputs..., grad of input wrt[0], grad of input wrt[1], ...]`;
+    each gradient has its input's shape and dtype. An op without a gradient rule is a
+    NotImplementedError naming it.
+
+    Shapes: `grad(input i)` has `input i`'s shape.
+
+    Example:
+        >>> import numpy as np, frame
+        >>> g = frame.Graph("f")
+        >>> x = g.add_graph_input([3], frame.DType.float32)
+        >>> g.mark_output(frame.sum(g, frame.square(g, x), []))
+        >>> step = frame.compile(frame.build_backward_graph(g, 0, [0]), "cpu")
+        >>> [t.numpy() for t in step.run([frame.from_numpy(np.array([1, 2, 3], np.float32))])]
+        [array(14., dtype=float32), array([2., 4., 6.], dtype=float32)]
+    """
     if not isinstance(forward, Graph):
         raise TypeError("build_backward_graph: expected a Graph")
     loss_index = _index(loss_output_index, "loss_output_index")
@@ -138,7 +163,26 @@ def _graph_from_function(forward: Graph, fn: func.FuncOp, hidden: list, n_out: i
 
 def build_sgd_update_graph(param_types: Sequence[tuple[Sequence[int], DType]],
                            learning_rate: float, backend: str = "cpu") -> Graph:
-    """Graph `sgd_update`: inputs [p_0..p_{n-1}, g_0..g_{n-1}], outputs p_i + (-lr) * g_i."""
+    """The graph `sgd_update`: inputs `[p_0 ... p_{n-1}, g_0 ... g_{n-1}]`, outputs
+    `[p_i - lr * g_i]` (the dialect's `frame.sgd_update`, rounded exactly as
+    `add(p, mul(constant(-lr), g))`: in float16 / bfloat16, -lr and the product are each
+    rounded to the parameter's dtype).
+
+    Args:
+        param_types: one `(shape, dtype)` per parameter (a float dtype; not empty).
+        learning_rate: a finite float (else ValueError "must be finite").
+        backend: the inputs' backend ("cpu"); an unknown name is a KeyError.
+
+    Shapes: `[*s_i], [*s_i] -> [*s_i]` per parameter.
+
+    Example:
+        >>> import numpy as np, frame
+        >>> F32 = frame.DType.float32
+        >>> sgd = frame.compile(frame.build_sgd_update_graph([([2], F32)], 0.5), "cpu")
+        >>> p, g = (frame.from_numpy(np.array(v, np.float32)) for v in ([1, 2], [2, -2]))
+        >>> sgd.run([p, g])[0].numpy()
+        array([0., 3.], dtype=float32)
+    """
     check_backend(backend)
     if isinstance(param_types, str | bytes) or not isinstance(param_types, Sequence):
         raise TypeError("build_sgd_update_graph: param_types must be a sequence of "
@@ -164,8 +208,34 @@ def build_sgd_update_graph(param_types: Sequence[tuple[Sequence[int], DType]],
     g = Graph("sgd_update")
     params: list[Value] = [g.add_graph_input(list(d), t, backend) for d, t in types]
     grads: list[Value] = [g.add_graph_input(list(d), t, backend) for d, t in types]
+    lr = float(learning_rate)
     for p, gr, (dims, dt) in zip(params, grads, types, strict=True):
-        neg_lr = ops.constant(g, [-float(learning_rate)] * math.prod(dims), list(dims), dt,
-                              backend)
-        g.mark_output(ops.add(g, p, ops.mul(g, neg_lr, gr)))
+        g.mark_output(_sgd_step(g, p, gr, lr, dims, dt, backend))
     return g
+
+
+def _sgd_step(g: Graph, p: Value, grad: Value, lr: float, dims: tuple[int, ...], dt: DType,
+              backend: str) -> Value:
+    """`p + (-lr) * grad` as the dialect's `frame.sgd_update`, bit for bit the sheet's
+    reference `add(p, mul(constant(-lr), grad))`, which rounds -lr, the product and the
+    sum to the parameter's dtype.
+
+    `frame.sgd_update {lr}` computes `p + (-lr) * g` in f32 and rounds once. In float32
+    that IS the reference when lr is a positive normal float32 (the op's verifier asks
+    for lr > 0 and finite). Otherwise -- a float16/bfloat16 parameter, whose product the
+    reference rounds to that dtype, or an lr <= 0 or outside float32's range, which the
+    op cannot hold -- the step is rounded first: `s = mul(constant(lr), grad)` in the
+    parameter's dtype, then `sgd_update(p, s, lr=1)` = `p - s`. That is bit-identical as
+    well: round-to-nearest-even is symmetric, so `-round(lr) * g` rounds to
+    `-round(round(lr) * g)`, and `p - s` is exactly `p + (-s)`.
+    """
+    if dt == DType.float32 and _F32_TINY <= lr <= frame.F32_MAX:
+        return g._emit(frame.SgdUpdateOp(p._ssa, grad._ssa, lr), dt)
+    lr_const = ops.constant(g, [lr] * math.prod(dims), list(dims), dt, backend)
+    step = ops.mul(g, lr_const, grad)
+    return g._emit(frame.SgdUpdateOp(p._ssa, step._ssa, 1.0), dt)
+
+
+#: The smallest normal float32: a smaller lr would be a subnormal (or zero) f32 attribute;
+#: the step-first form computes those exactly without relying on how one is kept.
+_F32_TINY = float(np.finfo(np.float32).tiny)

@@ -15,10 +15,22 @@ __all__ = ["TensorDataset"]
 
 
 class TensorDataset:
-    """Columns of samples: ``columns[k]`` has shape ``[n, *rest_k]`` and lives on cpu.
+    """Columns of samples: `columns[k]` has shape `[n, *rest_k]` and lives on cpu; axis 0
+    is the sample axis. The tensors are held, not copied.
 
-    Raises ValueError unless the list is non-empty, every column has rank >= 1 and is on cpu,
-    and every column's sample count (axis-0 size) is >= 1 and equal to column 0's.
+    Args:
+        columns: a non-empty sequence of Tensors, each of rank >= 1 on cpu, all with the
+            same sample count n >= 1 (ValueError otherwise).
+
+    Shapes: `columns[k] [n, *rest_k]`; a DataLoader batch of it is `[len, *rest_k]`.
+
+    Example:
+        >>> import numpy as np, frame
+        >>> from frame.data import TensorDataset
+        >>> x = frame.from_numpy(np.zeros((10, 3), np.float32))
+        >>> y = frame.from_numpy(np.zeros((10, 1), np.float32))
+        >>> TensorDataset([x, y])
+        TensorDataset(columns=2, samples=10)
     """
 
     __slots__ = ("_columns", "_num_samples")

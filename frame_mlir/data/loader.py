@@ -65,10 +65,23 @@ class _Fields(NamedTuple):
 
 
 class DataLoaderOptions:
-    """Batch size, shuffling, uint64 seed and drop_last of a DataLoader.
+    """Batch size, shuffling, seed and drop_last of a DataLoader. It exposes no public
+    attributes and validates only argument types (a batch size < 1 is reported by
+    DataLoader; a negative seed is a TypeError).
 
-    It exposes no public attributes, and the constructor validates nothing beyond the argument
-    types (a batch size < 1 is reported by DataLoader). A negative seed is TypeError.
+    Args:
+        batch_size: rows per batch.
+        shuffle: shuffle each epoch: epoch e's order is libstdc++'s `std::shuffle` with
+            `std::mt19937_64(seed ^ e)` (reproducible across runs and machines).
+        seed: an unsigned 64-bit seed.
+        drop_last: drop the last batch if it is shorter than batch_size (as in
+            torch.utils.data.DataLoader). A compiled graph has a fixed batch size, so a
+            training loop over a sample count that batch_size does not divide needs it.
+
+    Example:
+        >>> from frame.data import DataLoaderOptions
+        >>> DataLoaderOptions(batch_size=8, shuffle=True, seed=1, drop_last=True)
+        DataLoaderOptions(batch_size=8, shuffle=True, seed=1, drop_last=True)
     """
 
     # Private slots: the sheet requires no public attributes; the loader reads `_fields()`.
@@ -94,10 +107,28 @@ class DataLoaderOptions:
 class DataLoader:
     """Batches of a TensorDataset, epoch after epoch, starting at epoch 0.
 
-    ``next()`` returns one fresh cpu Tensor per column: batch b holds the rows
-    ``order[b*bs : b*bs + len]`` of the epoch's order (``0..n-1``, or with shuffle
-    ``std::shuffle`` by ``std::mt19937_64(seed ^ epoch)``). The last batch is shorter unless
-    drop_last is set.
+    Args:
+        dataset: the TensorDataset.
+        options: its DataLoaderOptions (batch_size < 1 is a ValueError).
+
+    `next()` returns one fresh cpu Tensor per column: batch b holds the rows
+    `order[b*bs : b*bs + len]` of the epoch's order (`0..n-1`, or the shuffle). The last
+    batch is shorter (`n % bs` rows) unless drop_last is set; fed to a compiled graph of
+    a fixed batch size, such a batch is a ValueError that names drop_last. At the end of
+    an epoch `next()` raises StopIteration and moves to the next epoch, so each `for`
+    loop over the loader is one epoch. `__iter__` returns the loader itself.
+    `len(loader)` is the number of batches per epoch.
+
+    Shapes: column `[n, *rest]` -> batches `[bs, *rest]` (the last one `[n % bs, *rest]`
+    without drop_last).
+
+    Example:
+        >>> import numpy as np, frame
+        >>> from frame.data import DataLoader, DataLoaderOptions, TensorDataset
+        >>> ds = TensorDataset([frame.from_numpy(np.arange(10, dtype=np.int64))])
+        >>> loader = DataLoader(ds, DataLoaderOptions(batch_size=4))
+        >>> len(loader), [b.numpy().tolist() for (b,) in loader]
+        (3, [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]])
     """
 
     __slots__ = ("_dataset", "_opts", "_epoch", "_batch", "_order", "_batches")
@@ -130,7 +161,24 @@ class DataLoader:
 
     @property
     def batches_per_epoch(self) -> int:
-        """``n // batch_size`` with drop_last, else ``ceil(n / batch_size)``."""
+        """`n // batch_size` with drop_last, else `ceil(n / batch_size)`
+        (the same as `len(loader)`)."""
+        return self._batches
+
+    def __len__(self) -> int:
+        """The number of batches per epoch (``batches_per_epoch``), as
+        ``len(torch.utils.data.DataLoader)``: ``n // batch_size`` with drop_last, else
+        ``ceil(n / batch_size)``.
+
+        Example:
+            >>> import numpy as np, frame
+            >>> from frame.data import DataLoader, DataLoaderOptions, TensorDataset
+            >>> ds = TensorDataset([frame.from_numpy(np.zeros((10, 3), np.float32))])
+            >>> len(DataLoader(ds, DataLoaderOptions(batch_size=4)))
+            3
+            >>> len(DataLoader(ds, DataLoaderOptions(batch_size=4, drop_last=True)))
+            2
+        """
         return self._batches
 
     def __iter__(self) -> DataLoader:
@@ -148,7 +196,17 @@ class DataLoader:
         self._batch += 1
         # Fancy indexing gathers whole rows into a new C-contiguous array: an exact byte copy
         # in the storage dtype (bf16 stays uint16 bit patterns), never aliasing the dataset.
-        return [Tensor._own(col.storage()[rows], col.dtype) for col in self._dataset._columns]
+        batch = [Tensor._own(col.storage()[rows], col.dtype) for col in self._dataset._columns]
+        if len(rows) < bs:
+            # A compiled graph's batch size is fixed (no dynamic shapes): if this short last
+            # batch meets one, Executable.run's shape error says why and how to avoid it.
+            note = (f"this is a DataLoader's last batch, which holds {len(rows)} rows instead "
+                    f"of batch_size {bs} ({self._dataset._num_samples} samples); a compiled "
+                    f"graph has a fixed batch size: use DataLoaderOptions(drop_last=True), or "
+                    f"a batch_size that divides the sample count")
+            for t in batch:
+                t._note = note
+        return batch
 
     def __repr__(self) -> str:
         o = self._opts

@@ -1,7 +1,9 @@
-"""The complete example of docs/python-api.md runs and does what the page says.
+"""Every ```python block of docs/python-api.md runs, and the complete example does what
+the page says.
 
-The test executes the page's one ```python block itself (no copy of it here), so the
-documentation cannot drift from the API.
+The test executes the page's blocks themselves (no copies of them here), so the
+documentation cannot drift from the API. Each block runs on its own, in a fresh
+namespace: a reader can paste any one of them.
 """
 
 from __future__ import annotations
@@ -15,23 +17,50 @@ import pytest
 import frame
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "python-api.md"
-#: The graph ops of sheet section 4.
+#: The graph ops of the API.
 SHEET_OPS = ("add", "mul", "relu", "square", "matmul", "sum", "mse_loss", "constant",
              "selective_scan", "heaviside_surrogate", "scatter_add")
+#: The complete training example is the block that defines this name.
+COMPLETE_EXAMPLE_MARKER = "epoch_losses = []"
 
 
-def _example_source() -> str:
-    blocks = re.findall(r"^```python\n(.*?)^```$", DOC.read_text(), re.S | re.M)
-    assert len(blocks) == 1, "docs/python-api.md must hold exactly one ```python block"
-    return blocks[0]
+def _blocks() -> list[tuple[int, str]]:
+    """(line number, source) of every ```python block of the page."""
+    text = DOC.read_text()
+    return [(text.count("\n", 0, m.start(1)) + 1, m.group(1))
+            for m in re.finditer(r"^```python\n(.*?)^```$", text, re.S | re.M)]
+
+
+def _run(source: str, line: int) -> dict[str, object]:
+    namespace: dict[str, object] = {"__name__": "python_api_example"}
+    # Blank lines in front keep tracebacks pointing at the page's own line numbers.
+    exec(compile("\n" * (line - 1) + source, str(DOC), "exec"), namespace)
+    return namespace
+
+
+def _example_source() -> tuple[int, str]:
+    found = [(line, src) for line, src in _blocks() if COMPLETE_EXAMPLE_MARKER in src]
+    assert len(found) == 1, "docs/python-api.md must hold one complete training example"
+    return found[0]
+
+
+def test_the_page_documents_with_runnable_blocks() -> None:
+    # A quick start, one block per reference section and the complete example.
+    assert len(_blocks()) >= 8
+
+
+@pytest.mark.parametrize("line", [line for line, src in _blocks()
+                                  if COMPLETE_EXAMPLE_MARKER not in src])
+def test_reference_block_runs(line: int) -> None:
+    source = dict(_blocks())[line]
+    _run(source, line)
 
 
 @pytest.fixture(scope="module")
 def example() -> dict[str, object]:
-    """The namespace the example leaves behind after running it."""
-    namespace: dict[str, object] = {"__name__": "python_api_example"}
-    exec(compile(_example_source(), str(DOC), "exec"), namespace)
-    return namespace
+    """The namespace the complete example leaves behind after running it."""
+    line, source = _example_source()
+    return _run(source, line)
 
 
 def test_example_trains(example: dict[str, object]) -> None:
