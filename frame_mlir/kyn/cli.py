@@ -32,7 +32,7 @@ def _param_arg(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from frame_mlir.passes.stages import STAGE_NAMES
+    from frame_mlir.passes.stages import ALL_STAGES
 
     p = argparse.ArgumentParser(prog=TOOL, description="The .kyn training DSL: validate, "
                                 "train natively, emit PyTorch, format, serve an editor.")
@@ -64,8 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse to train when LOCK no longer matches the program")
     t.add_argument("--quiet", action="store_true", help="no per-epoch lines")
     t.add_argument("--no-cache", action="store_true", help="do not use the compile cache")
-    t.add_argument("--emit-stage", choices=("frontend", *STAGE_NAMES, "llvm-ir", "llvm-opt",
-                                            "asm"),
+    t.add_argument("--emit-stage", choices=ALL_STAGES,
                    help="print the training step's IR at this stage and stop")
     t.add_argument("--print-ir-after-all", action="store_true",
                    help="print the IR after every pass to stderr")

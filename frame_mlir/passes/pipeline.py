@@ -175,6 +175,36 @@ def run_passes(ctx: Context, module: ModuleOp, passes: Sequence[ModulePass],
             after_pass(p, module)
 
 
+def stage_passes(lr: float | None, options: CompileOptions | None = None, *,
+                 start_after: str | None = None, stop_after: str | None = None
+                 ) -> list[ModulePass]:
+    """The passes of the stages after `start_after` (default: from the beginning) up to
+    and including `stop_after` (default: to the end), in order.
+
+    The one list both `run_pipeline` (frame-run, frame-dslc, the Python API) and
+    frame-opt's named pipelines (`-p frame-to-llvm`, see `passes/registry.py`) run, so
+    a pipeline in a lit test is the driver's pipeline, not a copy of it.
+    """
+    for name in (stop_after, start_after):
+        if name is not None and name not in STAGE_NAMES:
+            raise ValueError(f"unknown stage '{name}' (expected one of "
+                             f"{', '.join(STAGE_NAMES)})")
+    if (start_after is not None and stop_after is not None
+            and STAGE_NAMES.index(start_after) >= STAGE_NAMES.index(stop_after)):
+        raise ValueError(f"empty stage range: start after '{start_after}', stop after "
+                         f"'{stop_after}' (expected a stage after the start)")
+    passes: list[ModulePass] = []
+    started = start_after is None
+    for stage in stages(lr, options):
+        if started:
+            passes.extend(stage.passes)
+        if stage.name == start_after:
+            started = True
+        if stage.name == stop_after:
+            break
+    return passes
+
+
 def run_pipeline(module: ModuleOp, lr: float | None, *, stop_after: str | None = None,
                  start_after: str | None = None,
                  after_pass: Callable[[ModulePass, ModuleOp], None] | None = None,
@@ -182,17 +212,6 @@ def run_pipeline(module: ModuleOp, lr: float | None, *, stop_after: str | None =
                  ) -> ModuleOp:
     """Run the stages on `module` in place, from after `start_after` (default: the
     beginning) up to and including `stop_after` (default: the end)."""
-    for name in (stop_after, start_after):
-        if name is not None and name not in STAGE_NAMES:
-            raise ValueError(f"unknown stage '{name}' (expected one of "
-                             f"{', '.join(STAGE_NAMES)})")
-    ctx = ctx or make_context()
-    started = start_after is None
-    for stage in stages(lr, options):
-        if started:
-            run_passes(ctx, module, stage.passes, after_pass)
-        if stage.name == start_after:
-            started = True
-        if stage.name == stop_after:
-            break
+    passes = stage_passes(lr, options, start_after=start_after, stop_after=stop_after)
+    run_passes(ctx or make_context(), module, passes, after_pass)
     return module

@@ -1,6 +1,12 @@
 """Names of the pipeline stages, importable without xDSL (so `--help` stays fast).
 
 `pipeline.stages()` defines what runs at each; it checks that it matches this list.
+
+There is no separate `frontend` dump point: every frontend (JSON spec, JSON network,
+`.kyn`, the Python API) builds its frame ops through the ops' shape rules, so its
+output is already statically shaped and printed it was, byte for byte, the `frame`
+stage (which runs `frame-shape-inference` on it: a check, then, that the frontend's
+types agree with the rules, plus verification). `frame` is the frontend's output.
 """
 
 STAGE_NAMES: tuple[str, ...] = (
@@ -11,4 +17,10 @@ STAGE_NAMES: tuple[str, ...] = (
 BACKEND_STAGES: tuple[str, ...] = ("llvm-ir", "llvm-opt", "asm")
 
 #: Every dump point of `frame-run --emit-stage`, in pipeline order.
-ALL_STAGES: tuple[str, ...] = ("frontend", *STAGE_NAMES, *BACKEND_STAGES)
+ALL_STAGES: tuple[str, ...] = (*STAGE_NAMES, *BACKEND_STAGES)
+
+
+def pipeline_name(stage: str) -> str:
+    """frame-opt's named pipeline that runs the passes from frame IR through `stage`
+    (`frame-opt x.mlir -p frame-to-llvm`)."""
+    return f"frame-to-{stage}"

@@ -11,15 +11,48 @@ whose own verifier fails, so the driver can prefix the message with `file:line:c
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import dataclass
 from typing import TypeVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 E = TypeVar("E", bound=BaseException)
+
+#: The attribute of an exception that records where its diagnostic belongs (see
+#: `locate`): frame-opt's error prefix and `--verify-diagnostics` both read it.
+LOCATION_ATTR = "frame_location"
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A position in an input file (1-based line and column)."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+def locate(error: E, loc: SourceLoc | None) -> E:
+    """Record `loc` on `error` (if it has none yet) and prefix its message with it:
+    in place, so it keeps its type and notes. The innermost caller that knows a
+    location wins (the op being parsed, the op a pass failed on)."""
+    if getattr(error, LOCATION_ATTR, None) is None:
+        setattr(error, LOCATION_ATTR, loc)
+        if loc is not None:
+            with_location(error, str(loc))
+    return error
+
+
+def location_of_error(error: BaseException) -> SourceLoc | None:
+    """The location `locate` recorded on `error`, if any."""
+    return getattr(error, LOCATION_ATTR, None)
 
 
 class LocatingParser(Parser):
@@ -33,9 +66,22 @@ class LocatingParser(Parser):
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except DiagnosticException as e:
+            # An attribute or type that fails its own verifier while being parsed
+            # (`Unexpected attribute f32`) raises no ParseError and has no span: it
+            # belongs to the op being parsed (the innermost one: it locates first).
+            raise locate(e, self._source_loc(start)) from None
         self._op_starts.append((op, start))
         return op
+
+    def _source_loc(self, pos: int) -> SourceLoc:
+        """The file:line:col of offset `pos` of the input (line_offset applied)."""
+        text = self.lexer.input.content
+        line_start = text.rfind("\n", 0, pos) + 1
+        return SourceLoc(self.lexer.input.name, text.count("\n", 0, pos) + 1 + self._line_offset,
+                         pos - line_start + 1)
 
     def parse_located_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         """`parse_module`, then a FileLineColLoc on every op that has no location."""
@@ -54,26 +100,39 @@ class LocatingParser(Parser):
         return module
 
 
-def where_of(op: Operation | None) -> str | None:
-    """`file:line:col` of `op`, or of its nearest ancestor that has one."""
+def source_loc_of(op: Operation | None) -> SourceLoc | None:
+    """The location of `op`, or of its nearest ancestor that has one (an op a pass
+    created has none of its own)."""
     while op is not None:
         loc = op.location
         if isinstance(loc, FileLineColLoc):
-            return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+            return SourceLoc(loc.filename.data, loc.line.data, loc.column.data)
         op = op.parent_op()
     return None
 
 
-def locate_failure(module: ModuleOp) -> str | None:
+def where_of(op: Operation | None) -> str | None:
+    """`file:line:col` of `op`, or of its nearest ancestor that has one."""
+    loc = source_loc_of(op)
+    return None if loc is None else str(loc)
+
+
+def failure_loc(module: ModuleOp) -> SourceLoc | None:
     """The location of the first op (in source order) whose own verifier fails."""
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException:
-            return where_of(op)
+            return source_loc_of(op)
         except Exception:  # a verifier that crashes is not the one we are looking for
             continue
     return None
+
+
+def locate_failure(module: ModuleOp) -> str | None:
+    """`file:line:col` of the first op (in source order) whose own verifier fails."""
+    loc = failure_loc(module)
+    return None if loc is None else str(loc)
 
 
 def with_location(error: E, where: str | None) -> E:

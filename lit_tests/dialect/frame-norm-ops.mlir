@@ -1,5 +1,5 @@
 // The normalization family (frame_norm.py): round trip and the verifier's rules.
-// RUN: frame-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %s
+// RUN: frame-opt %s --split-input-file --verify-diagnostics | filecheck %s
 
 func.func @ops(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
   %y = frame.layer_norm %x, %g, %b {eps = 1.0e-05 : f32} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
@@ -15,26 +15,26 @@ func.func @ops(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> ten
 // -----
 
 func.func @gamma_shape(%x: tensor<4x8xf32>, %g: tensor<4xf32>, %b: tensor<8xf32>) {
+  // expected-error@+1 {{frame.layer_norm: gamma shape expected [8] (the input's last dim), found [4]}}
   %y = frame.layer_norm %x, %g, %b {eps = 1.0e-05 : f32} : (tensor<4x8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   func.return
 }
-// CHECK: frame.layer_norm: gamma shape expected [8] (the input's last dim), found [4]
 
 // -----
 
 func.func @eps(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
+  // expected-error@+1 {{frame.layer_norm: eps expected finite and > 0, found 0.0}}
   %y = frame.layer_norm %x, %g, %b {eps = 0.0 : f32} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   func.return
 }
-// CHECK: frame.layer_norm: eps expected finite and > 0, found 0.0
 
 // -----
 
 func.func @wrt(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error@+1 {{frame.layer_norm_grad: wrt expected 0 (x) or 1 (gamma), found 2}}
   %y = frame.layer_norm_grad %x, %g, %x {eps = 1.0e-05 : f32, wrt = 2 : i64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> tensor<8xf32>
   func.return
 }
-// CHECK: frame.layer_norm_grad: wrt expected 0 (x) or 1 (gamma), found 2
 
 // -----
 
@@ -62,7 +62,7 @@ func.func @batch_norm(%x: tensor<4x3x5xf32>, %g: tensor<3xf32>, %b: tensor<3xf32
 // -----
 
 func.func @bn_gamma_shape(%x: tensor<4x3x5xf32>, %g: tensor<5xf32>, %b: tensor<3xf32>) {
-  // CHECK: frame.batch_norm: gamma shape expected [3] (the input's channel dim 1), found [5]
+  // expected-error@+1 {{frame.batch_norm: gamma shape expected [3] (the input's channel dim 1), found [5]}}
   %y = frame.batch_norm %x, %g, %b {axis = 1 : i64, eps = 1.0e-05 : f32} : (tensor<4x3x5xf32>, tensor<5xf32>, tensor<3xf32>) -> tensor<4x3x5xf32>
   func.return
 }
@@ -70,7 +70,7 @@ func.func @bn_gamma_shape(%x: tensor<4x3x5xf32>, %g: tensor<5xf32>, %b: tensor<3
 // -----
 
 func.func @bn_rank(%x: tensor<3xf32>, %g: tensor<3xf32>) {
-  // CHECK: frame.batch_norm: input expected rank >= 2 ([N, C, *spatial]), found [3]
+  // expected-error@+1 {{frame.batch_norm: input expected rank >= 2 ([N, C, *spatial]), found [3]}}
   %y = frame.batch_norm %x, %g, %g {axis = 1 : i64, eps = 1.0e-05 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   func.return
 }
@@ -78,7 +78,7 @@ func.func @bn_rank(%x: tensor<3xf32>, %g: tensor<3xf32>) {
 // -----
 
 func.func @bn_one_value(%x: tensor<1x3xf32>, %g: tensor<3xf32>) {
-  // CHECK: frame.batch_norm: expected more than 1 value per channel in training, found input [1, 3]
+  // expected-error@+1 {{frame.batch_norm: expected more than 1 value per channel in training, found input [1, 3]}}
   %y = frame.batch_norm %x, %g, %g {axis = 1 : i64, eps = 1.0e-05 : f32} : (tensor<1x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<1x3xf32>
   func.return
 }
@@ -86,7 +86,7 @@ func.func @bn_one_value(%x: tensor<1x3xf32>, %g: tensor<3xf32>) {
 // -----
 
 func.func @bn_axis(%x: tensor<4x3xf32>, %g: tensor<3xf32>) {
-  // CHECK: frame.batch_norm_inference: axis expected in [0, 2) for a rank-2 input, found 2
+  // expected-error@+1 {{frame.batch_norm_inference: axis expected in [0, 2) for a rank-2 input, found 2}}
   %y = frame.batch_norm_inference %x, %g, %g, %g, %g {axis = 2 : i64, eps = 1.0e-05 : f32} : (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
   func.return
 }
@@ -94,7 +94,7 @@ func.func @bn_axis(%x: tensor<4x3xf32>, %g: tensor<3xf32>) {
 // -----
 
 func.func @bn_var_shape(%x: tensor<4x3xf32>, %g: tensor<3xf32>, %v: tensor<4xf32>) {
-  // CHECK: frame.batch_norm_inference: var shape expected [3] (the input's channel dim 1), found [4]
+  // expected-error@+1 {{frame.batch_norm_inference: var shape expected [3] (the input's channel dim 1), found [4]}}
   %y = frame.batch_norm_inference %x, %g, %g, %g, %v {axis = 1 : i64, eps = 1.0e-05 : f32} : (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<4xf32>) -> tensor<4x3xf32>
   func.return
 }
@@ -102,7 +102,7 @@ func.func @bn_var_shape(%x: tensor<4x3xf32>, %g: tensor<3xf32>, %v: tensor<4xf32
 // -----
 
 func.func @bn_eps(%x: tensor<4x3xf32>, %g: tensor<3xf32>) {
-  // CHECK: frame.batch_norm_inference: eps expected finite and > 0, found -1.0
+  // expected-error@+1 {{frame.batch_norm_inference: eps expected finite and > 0, found -1.0}}
   %y = frame.batch_norm_inference %x, %g, %g, %g, %g {axis = 1 : i64, eps = -1.0 : f32} : (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
   func.return
 }
@@ -110,7 +110,7 @@ func.func @bn_eps(%x: tensor<4x3xf32>, %g: tensor<3xf32>) {
 // -----
 
 func.func @bn_momentum(%x: tensor<4x3xf32>, %r: tensor<3xf32>) {
-  // CHECK: frame.batch_norm_stats: momentum expected in [0, 1], found 1.5
+  // expected-error@+1 {{frame.batch_norm_stats: momentum expected in [0, 1], found 1.5}}
   %m = frame.batch_norm_stats %x, %r {axis = 1 : i64, momentum = 1.5 : f32, which = "mean"} : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<3xf32>
   func.return
 }
@@ -118,7 +118,7 @@ func.func @bn_momentum(%x: tensor<4x3xf32>, %r: tensor<3xf32>) {
 // -----
 
 func.func @bn_which(%x: tensor<4x3xf32>, %r: tensor<3xf32>) {
-  // CHECK: frame.batch_norm_stats: which expected "mean" or "var", found "std"
+  // expected-error@+1 {{frame.batch_norm_stats: which expected "mean" or "var", found "std"}}
   %m = frame.batch_norm_stats %x, %r {axis = 1 : i64, momentum = 0.1 : f32, which = "std"} : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<3xf32>
   func.return
 }
@@ -126,7 +126,7 @@ func.func @bn_which(%x: tensor<4x3xf32>, %r: tensor<3xf32>) {
 // -----
 
 func.func @bn_grad_wrt(%x: tensor<4x3xf32>, %g: tensor<3xf32>) {
-  // CHECK: frame.batch_norm_grad: wrt expected 0 (x) or 1 (gamma), found 2
+  // expected-error@+1 {{frame.batch_norm_grad: wrt expected 0 (x) or 1 (gamma), found 2}}
   %d = frame.batch_norm_grad %x, %g, %x {axis = 1 : i64, eps = 1.0e-05 : f32, wrt = 2 : i64} : (tensor<4x3xf32>, tensor<3xf32>, tensor<4x3xf32>) -> tensor<3xf32>
   func.return
 }
@@ -134,7 +134,7 @@ func.func @bn_grad_wrt(%x: tensor<4x3xf32>, %g: tensor<3xf32>) {
 // -----
 
 func.func @bn_grad_dy(%x: tensor<4x3xf32>, %g: tensor<3xf32>, %dy: tensor<3x4xf32>) {
-  // CHECK: frame.batch_norm_inference_grad: dy shape expected [4, 3], found [3, 4]
+  // expected-error@+1 {{frame.batch_norm_inference_grad: dy shape expected [4, 3], found [3, 4]}}
   %d = frame.batch_norm_inference_grad %x, %g, %g, %g, %dy {axis = 1 : i64, eps = 1.0e-05 : f32, wrt = 0 : i64} : (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3x4xf32>) -> tensor<4x3xf32>
   func.return
 }

@@ -79,11 +79,11 @@ func.func private @v__task(%x: vector<16xf32>, %lo: index, %hi: index) {
 func.func private @v(%x: vector<16xf32>) {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
+  // expected-error@+1 {{convert-frame-rt-to-llvm at @v: frame_rt.parallel_for: cannot pass a vector<16xf32> to a task (pointers and scalars of up to 64 bits only)}}
   frame_rt.parallel_for @v__task(%x) range(%c0, %c4) threads 2 : vector<16xf32>
   func.return
 }
 
-// CHECK: convert-frame-rt-to-llvm at @v: frame_rt.parallel_for: cannot pass a vector<16xf32> to a task (pointers and scalars of up to 64 bits only)
 
 // -----
 

@@ -104,5 +104,5 @@ func.func @vector_2d(%a: memref<4x4xf32>, %i: index) -> vector<2x2xf32> {
   func.return %v : vector<2x2xf32>
 }
 
-// CHECK: convert-vector-to-llvm: vector.load: only 1-D fixed-size vectors are supported, got vector<2x2xf32>
-// CHECK: "vector.load"
+// The pass names no op in its failure, hence no location (yet).
+// expected-error@unknown {{convert-vector-to-llvm: vector.load: only 1-D fixed-size vectors are supported, got vector<2x2xf32>}}

@@ -107,7 +107,7 @@ func.func @step(%h: memref<4xf32>, %out: memref<4xf32> {frame.output = 0 : i64},
   func.return
 }
 func.func @not_bufferized(%h0: memref<4xf32>, %out: memref<2x4xf32>, %slot: memref<64xi8>) {
+  // expected-error@+1 {{frame-lower-scan at @not_bufferized: frame_rt.scan: step function @step expected its arena (frame.arena) as its last argument (run frame-bufferize first)}}
   frame_rt.scan @step(%h0, %out, %slot) {length = 2 : i64, num_sequences = 0 : i64} : memref<4xf32>, memref<2x4xf32>, memref<64xi8>
   func.return
 }
-// CHECK: frame-lower-scan at @not_bufferized: frame_rt.scan: step function @step expected its arena (frame.arena) as its last argument (run frame-bufferize first)

@@ -144,7 +144,7 @@ def test_param_override_changes_the_run(project: Path, capsys: pytest.CaptureFix
 
 def test_emit_stage_and_print_ir(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     prog = str(project / "small.kyn")
-    code, out, _ = run(["train", prog, "--emit-stage", "frontend"], capsys)
+    code, out, _ = run(["train", prog, "--emit-stage", "frame"], capsys)
     assert code == 0
     assert "func.func @Net_train(" in out and "frame.cross_entropy" in out
     assert "func.func @Net_eval(" in out and "func.func @Net_adam(" in out
