@@ -6,6 +6,11 @@
     frame-dslc --emit spec.json -o DIR      write DIR/main.cpp + DIR/CMakeLists.txt:
                                    a standalone C++ program that trains the model
     --threads N                    with --run / --emit: kernels on N threads
+    --steps N, --lr LR, --log-every N
+                                   with --run / --emit: replace the spec's fields
+                                   (validated by the same rules)
+    --data FILE.npz, --load-weights FILE, --save-weights FILE, --plot FILE.png
+                                   with --run: as for frame-run
 
 Exit status is non-zero on any violation, with one error line per violation.
 """
@@ -33,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true",
                    help="with --run: compile even if the compile cache holds this model "
                    "(also: FRAME_NO_CACHE=1), and store nothing")
+    from frame_mlir.tools.driver import add_training_arguments
+
+    add_training_arguments(p, networks=False)
     return p
 
 
@@ -53,10 +61,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.emit and args.out == "-":
             build_parser().error("--out needs a directory (the program is two files), "
                                  "found '-'")
-        from frame_mlir.frontend.detect import load_model
         from frame_mlir.frontend.spec import ModelSpec
+        from frame_mlir.tools.driver import (
+            OVERRIDE_FLAGS,
+            RUN_FILE_FLAGS,
+            RunFiles,
+            flags_given,
+            load_model,
+            spec_overrides,
+        )
 
-        model = load_model(args.spec)
+        for flags, applies in ((OVERRIDE_FLAGS, "--run and --emit"),
+                               (RUN_FILE_FLAGS, "--run")):
+            given = flags_given(args, flags)
+            misplaced = args.check if applies != "--run" else not args.run
+            if given and misplaced:
+                verb = "applies" if len(given) == 1 else "apply"
+                build_parser().error(f"{', '.join(given)} {verb} to {applies} only")
+        model = load_model(args.spec, spec_overrides(args))
         if args.check:
             print(f"OK {model.name}")
             return 0
@@ -77,7 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from frame_mlir.tools.driver import run_training
 
         return run_training(spec, sys.stdout, tool="frame-dslc", use_cache=not args.no_cache,
-                            options=compile_options(args.threads))
+                            options=compile_options(args.threads),
+                            files=RunFiles.from_args(args))
 
     return run_cli("frame-dslc", body)
 

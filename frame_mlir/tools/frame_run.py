@@ -9,6 +9,15 @@ train it.
     frame-run spec.json --print-ir-after-all dump the IR after every pass (stderr)
     frame-run spec.json --no-cache           compile again, bypassing the compile cache
     frame-run spec.json --threads 4          kernels on 4 threads (default: the cores)
+    frame-run spec.json --steps 1000 --lr 0.01 --log-every 100
+                                             a v0 spec with fields replaced (the same
+                                             rules, the same result as an edited spec)
+    frame-run spec.json --data d.npz --load-weights w.npz --save-weights out.onnx
+                                             data from a file, parameters in and out
+    frame-run spec.json --plot loss.png      the loss of every step as a PNG
+
+On a terminal a progress bar (steps/s, ETA) and a closing summary go to stderr; in a pipe
+or a file stdout is the same bytes and stderr has no bar and no summary (v0 specs).
 """
 
 from __future__ import annotations
@@ -24,7 +33,9 @@ from frame_mlir.tools.version import VersionAction
 def build_parser() -> argparse.ArgumentParser:
     from frame_mlir.passes.stages import ALL_STAGES
 
-    p = argparse.ArgumentParser(prog="frame-run", description=__doc__.splitlines()[0])
+    # the first sentence of the docstring, which spans two lines
+    summary = " ".join(__doc__.split("\n\n")[0].split())
+    p = argparse.ArgumentParser(prog="frame-run", description=summary)
     p.add_argument("--version", action=VersionAction)
     p.add_argument("spec", help="model spec (JSON, schema_version 0) or JSON network "
                    "(inputs/outputs/operators); - reads standard input")
@@ -38,10 +49,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compile even if the compile cache holds this model (also: "
                    "FRAME_NO_CACHE=1), and store nothing")
     add_threads_argument(p, "training and --emit-stage")
+    from frame_mlir.tools.driver import add_training_arguments
     from frame_mlir.tools.network_run import add_network_arguments
 
+    add_training_arguments(p, networks=True)
     add_network_arguments(p)
     return p
+
+
+def _verb(flags: list[str], one: str, many: str) -> str:
+    """`--data applies` / `--data, --plot apply`: the flags and the verb that agrees."""
+    return f"{', '.join(flags)} {one if len(flags) == 1 else many}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,43 +67,63 @@ def main(argv: Sequence[str] | None = None) -> int:
     from frame_mlir.tools.errors import run_cli
 
     def body() -> int:
-        args = build_parser().parse_args(argv)
-        from frame_mlir.frontend.detect import load_model
+        parser = build_parser()
+        args = parser.parse_args(argv)
         from frame_mlir.frontend.spec import ModelSpec
-        from frame_mlir.tools.driver import emit_stage, run_training
+        from frame_mlir.tools.driver import (
+            RUN_FILE_FLAGS,
+            RunFiles,
+            emit_stage,
+            flags_given,
+            load_model,
+            run_training,
+            spec_overrides,
+        )
         from frame_mlir.tools.network_run import (
             emit_network_stage,
             network_flags_given,
+            nonneg_float,
             run_network,
         )
 
         if args.emit_stage and args.print_predictions:
-            build_parser().error("--print-predictions needs a training run; --emit-stage "
-                                 "stops before one")
-        spec = load_model(args.spec)
+            parser.error("--print-predictions needs a training run; --emit-stage "
+                         "stops before one")
+        spec = load_model(args.spec, spec_overrides(args))
         if not isinstance(spec, ModelSpec):  # a JSON network
-            if args.print_predictions:
-                build_parser().error("--print-predictions applies to v0 model specs only")
+            v0_only = flags_given(args, ("steps", "log_every"))
+            if args.print_predictions:  # a store_true flag: False, not None, when absent
+                v0_only.append("--print-predictions")
+            if v0_only:
+                parser.error(_verb(v0_only, "applies", "apply") + " to v0 model specs only")
             if args.emit_stage:
-                ignored = network_flags_given(args)
+                ignored = flags_given(args, ("lr", *RUN_FILE_FLAGS)) + network_flags_given(args)
                 if ignored:
-                    build_parser().error(f"{', '.join(ignored)} "
-                                         f"{'needs' if len(ignored) == 1 else 'need'} a "
-                                         "training run; --emit-stage stops before one")
+                    parser.error(_verb(ignored, "needs", "need") + " a training run; "
+                                 "--emit-stage stops before one")
                 emit_network_stage(spec, args.emit_stage, sys.stdout,
                                    print_ir_after_all=args.print_ir_after_all,
                                    options=compile_options(args.threads))
                 return 0
+            if args.lr is not None:  # a network's rate: >= 0 (0 freezes the parameters)
+                try:
+                    args.lr = nonneg_float(args.lr)
+                except argparse.ArgumentTypeError as e:
+                    parser.error(f"argument --lr: {e}")
             return run_network(spec, args, sys.stdout, options=compile_options(args.threads),
                                print_ir_after_all=args.print_ir_after_all,
                                use_cache=not args.no_cache)
         given = network_flags_given(args)
         if given:
-            build_parser().error(f"{', '.join(given)} "
-                                 f"{'applies' if len(given) == 1 else 'apply'} to JSON "
-                                 "network files only; "
-                                 f"{args.spec} is a v0 model spec")
+            parser.error(_verb(given, "applies", "apply") + " to JSON network files only; "
+                         f"{args.spec} is a v0 model spec")
         if args.emit_stage:
+            # --steps, --lr and --log-every edit the spec, so the IR shows them (the
+            # learning rate is part of the train step); the files need a run.
+            ignored = flags_given(args, RUN_FILE_FLAGS)
+            if ignored:
+                parser.error(_verb(ignored, "needs", "need") + " a training run; "
+                             "--emit-stage stops before one")
             emit_stage(spec, args.emit_stage, sys.stdout,
                        print_ir_after_all=args.print_ir_after_all,
                        options=compile_options(args.threads))
@@ -93,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_training(spec, sys.stdout, print_ir_after_all=args.print_ir_after_all,
                             print_predictions=args.print_predictions,
                             use_cache=not args.no_cache,
-                            options=compile_options(args.threads))
+                            options=compile_options(args.threads),
+                            files=RunFiles.from_args(args))
 
     return run_cli("frame-run", body)
 

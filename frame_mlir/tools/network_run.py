@@ -27,24 +27,25 @@ if TYPE_CHECKING:
 SOLVER_DEFAULTS = {"sgd": {"lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4},
                    "adam": {"lr": 1e-3, "weight_decay": 5e-4}}
 
-NETWORK_FLAGS = ("data", "epochs", "solver", "lr", "momentum", "weight_decay", "schedule",
-                 "seed", "weights", "save_weights", "plot", "semantics")
+#: The options for networks only (argparse destinations). `--data`, `--lr`,
+#: `--load-weights` (`--weights`), `--save-weights` and `--plot` are shared with v0
+#: specs (`driver.add_training_arguments`).
+NETWORK_FLAGS = ("epochs", "solver", "momentum", "weight_decay", "schedule", "seed",
+                 "semantics")
+
+#: The weights formats a network reads and writes (frontend/network/weights.py).
+NETWORK_WEIGHT_SUFFIXES = (".dlp", ".h5", ".hdf5", ".npz")
 
 
 def add_network_arguments(p: argparse.ArgumentParser) -> None:
-    """frame-run's options for network files."""
+    """frame-run's options for network files only."""
     g = p.add_argument_group("JSON network files (dlprimitives format)")
-    g.add_argument("--data", metavar="SOURCE",
-                   help="training data: FILE.npz (arrays named after the inputs) or "
-                   "'digits' (scikit-learn's 8x8 digits, 80/20 split)")
     g.add_argument("--epochs", type=_positive_int, default=None, metavar="N",
                    help="passes over the training data (default 1)")
     g.add_argument("--solver", choices=("sgd", "adam"), default=None)
-    g.add_argument("--lr", type=_nonneg_float, default=None,
-                   help="learning rate (default: sgd 0.1, adam 0.001)")
-    g.add_argument("--momentum", type=_nonneg_float, default=None,
+    g.add_argument("--momentum", type=nonneg_float, default=None,
                    help="sgd momentum (default 0.9)")
-    g.add_argument("--weight-decay", type=_nonneg_float, default=None,
+    g.add_argument("--weight-decay", type=nonneg_float, default=None,
                    help="weight decay (default 0.0005)")
     g.add_argument("--semantics", choices=("dlprim", "torch"), default=None,
                    help="sgd weight decay convention: dlprim's (default; p *= 1 - wd) or "
@@ -55,12 +56,6 @@ def add_network_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=_seed, default=None,
                    help="seed of the initial parameters, the shuffle and the digits split "
                    "(default 0)")
-    g.add_argument("--weights", metavar="FILE",
-                   help="initial parameters from a .dlp, HDF5 or .npz weights file")
-    g.add_argument("--save-weights", metavar="FILE",
-                   help="write the trained parameters (.dlp, .h5 or .npz by suffix)")
-    g.add_argument("--plot", metavar="FILE.png",
-                   help="write the loss and accuracy curves as a PNG (needs matplotlib)")
 
 
 def _positive_int(text: str) -> int:
@@ -84,7 +79,8 @@ def _seed(text: str) -> int:
     return v
 
 
-def _nonneg_float(text: str) -> float:
+def nonneg_float(text: str) -> float:
+    """argparse type of a network's `--lr`, `--momentum`, `--weight-decay`."""
     try:
         v = float(text)
     except ValueError:
@@ -111,8 +107,9 @@ def _schedule(text: str) -> tuple[str, int, float]:
 
 def network_flags_given(args: argparse.Namespace) -> list[str]:
     """The network-only options present on the command line."""
-    return [f"--{f.replace('_', '-')}" for f in NETWORK_FLAGS
-            if getattr(args, f, None) is not None]
+    from frame_mlir.tools.driver import flags_given
+
+    return flags_given(args, NETWORK_FLAGS)
 
 
 def scheduled_lr(base: float, schedule: tuple[str, int, float] | None, epoch: int,
@@ -143,8 +140,8 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     from frame_mlir.frontend.network.data import InputDecl, batches, load_source
     from frame_mlir.frontend.network.loader import OutputSpec
     from frame_mlir.network.model import SGD, Adam, Network
-    from frame_mlir.tools.driver import format_loss
-    from frame_mlir.tools.progress import progress
+    from frame_mlir.tools.driver import check_output_path, format_loss
+    from frame_mlir.tools.progress import progress, summary_line
 
     if args.data is None:
         raise ValueError("a network needs training data: --data FILE.npz or --data digits")
@@ -155,6 +152,13 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     solver_kind = args.solver or "sgd"
     if solver_kind == "adam" and (args.momentum is not None or args.semantics is not None):
         raise ValueError("--momentum and --semantics apply to --solver sgd only")
+    if args.save_weights:  # before the run, not after it
+        check_output_path(args.save_weights, "--save-weights", NETWORK_WEIGHT_SUFFIXES)
+    if args.plot:
+        from frame_mlir.tools.plot import require_matplotlib
+
+        require_matplotlib()
+        check_output_path(args.plot, "--plot")
     t_start = time.perf_counter()
     seed = 0 if args.seed is None else args.seed
     decls = [InputDecl(i.name, i.shape, i.dtype) for i in spec.inputs]
@@ -170,8 +174,8 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
         from frame_mlir.tools.driver import print_ir_after_all_hook
 
         net.after_pass = print_ir_after_all_hook(sys.stderr)
-    if args.weights:
-        net.load_weights(args.weights)
+    if args.load_weights:
+        net.load_weights(args.load_weights)
     d = SOLVER_DEFAULTS[solver_kind]
     lr0 = d["lr"] if args.lr is None else args.lr
     wd = d["weight_decay"] if args.weight_decay is None else args.weight_decay
@@ -227,9 +231,8 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
         from frame_mlir.tools.plot import plot_curves
 
         plot_curves(args.plot, history)
-    sys.stderr.write(f"frame-run: {spec.name}: compiled in {compile_seconds:.1f} s, "
-                     f"{step} steps in {train_seconds:.1f} s ({step / max(train_seconds, 1e-9):.1f} "
-                     f"steps/s), {time.perf_counter() - t_start:.1f} s in all\n")
+    sys.stderr.write(summary_line("frame-run", spec.name, compile_seconds, step,
+                                  train_seconds, time.perf_counter() - t_start))
     if not math.isfinite(final):
         sys.stderr.write("frame-run: warning: training diverged: the last loss is "
                          f"{format_loss(final)} (the learning rate may be too large)\n")

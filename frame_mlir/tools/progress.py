@@ -9,7 +9,11 @@
 On a terminal (``stream.isatty()``) this draws a tqdm bar with the step rate and the ETA,
 and clears it when the block ends. Anywhere else (a pipe, a file, a test's captured stream),
 or when tqdm cannot be imported, the bar is a no-op that writes nothing at all, so the
-output of a piped run is byte-identical with or without it.
+output of a piped run is byte-identical with or without it. Lines printed while a bar is
+up go through ``bar.write(text, file)``, which lifts the bar off the terminal first.
+
+:func:`summary_line` is the closing line of a training run (compile seconds, steps/s)
+that the tools write to stderr.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-__all__ = ["Progress", "progress"]
+__all__ = ["Progress", "is_tty", "progress", "summary_line"]
 
 
 class Progress:
@@ -40,6 +44,10 @@ class Progress:
 
     def set_postfix(self, **values: Any) -> None:
         """Show ``name=value`` pairs after the bar (floats with 4 significant digits)."""
+
+    def write(self, text: str, file: TextIO) -> None:
+        """Write `text` to `file` as is (a bar first leaves the terminal, then returns)."""
+        file.write(text)
 
 
 class _TqdmProgress(Progress):
@@ -62,6 +70,12 @@ class _TqdmProgress(Progress):
         # No forced redraw: tqdm repaints on the next update, at most every `mininterval`.
         self._bar.set_postfix_str(text, refresh=False)
 
+    def write(self, text: str, file: TextIO) -> None:
+        # tqdm clears the bars of stdout and stderr, writes, and redraws them; the flush
+        # puts the line on the terminal before the bar comes back.
+        self._bar.write(text, file=file, end="")
+        file.flush()
+
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
@@ -69,7 +83,8 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _is_tty(stream: TextIO) -> bool:
+def is_tty(stream: TextIO) -> bool:
+    """Whether `stream` is a terminal (False for anything without a working isatty)."""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
@@ -94,7 +109,7 @@ def progress(total: int, desc: str, stream: TextIO | None = None, *,
     """
     out = sys.stderr if stream is None else stream
     tqdm_cls = None
-    if _is_tty(out):
+    if is_tty(out):
         try:
             from tqdm import tqdm as tqdm_cls
         except ImportError:
@@ -108,3 +123,15 @@ def progress(total: int, desc: str, stream: TextIO | None = None, *,
         yield _TqdmProgress(bar)
     finally:
         bar.close()
+
+
+def summary_line(tool: str, name: str, compile_seconds: float, steps: int,
+                 train_seconds: float, total_seconds: float, *,
+                 cached: bool = False) -> str:
+    """The closing line of a training run, for stderr: `frame-run: NAME: compiled in
+    C s, N steps in T s (R steps/s), A s in all`; `cached`: the compile was a load
+    from the compile cache (the line says so)."""
+    origin = " (from the compile cache)" if cached else ""
+    return (f"{tool}: {name}: compiled in {compile_seconds:.1f} s{origin}, {steps} steps in "
+            f"{train_seconds:.1f} s ({steps / max(train_seconds, 1e-9):.1f} steps/s), "
+            f"{total_seconds:.1f} s in all\n")

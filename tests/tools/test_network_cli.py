@@ -259,8 +259,8 @@ def test_run_bad_network(capsys: pytest.CaptureFixture[str], files: dict[str, Pa
         "NET-000", "NET-001", "NET-002"]
 
 
-@pytest.mark.parametrize("flag", [["--epochs", "2"], ["--data", "x.npz"],
-                                  ["--solver", "adam"], ["--plot", "p.png"]])
+@pytest.mark.parametrize("flag", [["--epochs", "2"], ["--momentum", "0.5"],
+                                  ["--solver", "adam"], ["--seed", "3"]])
 def test_network_flag_on_a_v0_spec(capsys: pytest.CaptureFixture[str],
                                    flag: list[str]) -> None:
     rc, out, err = run(capsys, frame_run.main, TINY_V0, *flag)

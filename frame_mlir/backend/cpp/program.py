@@ -13,7 +13,13 @@ stage, translates every function with the op-by-op emitter (`emitter.py`) and ad
 * the training loop calling `@<model>_train_step`, printing what frame-run prints
   (`step N loss V` every `log_every`-th step from 0 and at the last, `final_loss V`,
   V as Python's `f"{v:.9g}"`), then the predictions block of `@<model>_predict`;
-  the loop's wall time goes to stderr (`train_seconds S`) so stdout stays identical.
+  the loop's wall time goes to stderr (`train_seconds S`) so stdout stays identical;
+* a command line: `--steps N` (instead of `training.steps`; 1..2^31-1, as the spec's
+  rule FE-000 says), `--save-weights FILE` (the trained parameters as a dlprimitives
+  `.dlp` file, the format `frame_mlir/frontend/network/weights.py` reads and writes, so
+  `frame-run SPEC --load-weights FILE` loads it; written after the predictions) and
+  `--help`. A bad argument is a one-line error on stderr and exit status 2; a file that
+  cannot be written, exit status 1.
 
 Kernels split over threads (`frame_rt.parallel_for`, see frame-parallelize) run on a
 `std::thread` pool (`thread_pool.py`) with the thread count the program was emitted
@@ -25,6 +31,7 @@ platform's threads); `frame-dslc --emit SPEC --out DIR` calls `emit_program`.
 from __future__ import annotations
 
 import errno
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
@@ -52,10 +59,12 @@ from frame_mlir.runtime.executable import FunctionSignature, signatures
 __all__ = [
     "InitStep",
     "LoopsModule",
+    "dlp_header",
     "emit_program",
     "generate_program",
     "initial_value_plan",
     "lower_to_loops",
+    "usage_text",
 ]
 
 _F32 = Float32Type()
@@ -144,6 +153,102 @@ static void print_value(float v, std::FILE* out = stdout) {
     std::fprintf(out, "%.9g", static_cast<double>(v));
   }
 }
+
+// The command line: --steps N, --save-weights FILE (also --steps=N, --save-weights=FILE)
+// and --help.
+struct FrameArguments {
+  std::int64_t steps = 0;    // set to the spec's training.steps before parsing
+  std::string save_weights;  // empty: not asked for
+};
+
+// Reads argv into `args`. Returns -1 to go on and train, else the exit status: 0 after
+// --help (the usage on stdout), 2 after a usage error (one line on stderr).
+static int frame_parse_arguments(int argc, char** argv, const char* program,
+                                 const char* usage, FrameArguments& args) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+    std::string name = arg;
+    std::string value;
+    bool has_value = false;
+    const std::size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      has_value = true;
+    }
+    if (name != "--steps" && name != "--save-weights") {
+      std::fprintf(stderr, "%s: error: unknown argument '%s' (try --help)\\n", program,
+                   argv[i]);
+      return 2;
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s: error: %s needs a value (try --help)\\n", program,
+                     name.c_str());
+        return 2;
+      }
+      value = argv[++i];
+    }
+    if (name == "--steps") {
+      // Decimal digits only, 1 .. 2^31 - 1: the rule of the spec's training.steps.
+      bool ok = !value.empty() && value.size() <= 10;
+      for (const char c : value) ok = ok && c >= '0' && c <= '9';
+      const long long n = ok ? std::stoll(value) : 0;
+      if (n < 1 || n > 2147483647LL) {
+        std::fprintf(stderr,
+                     "%s: error: FE-000 at --steps: expected an integer in [1, 2147483647], "
+                     "found '%s'\\n", program, value.c_str());
+        return 2;
+      }
+      args.steps = n;
+    } else if (value.empty()) {
+      std::fprintf(stderr, "%s: error: --save-weights: expected a file name, found ''\\n",
+                   program);
+      return 2;
+    } else {
+      args.save_weights = value;
+    }
+  }
+  return -1;
+}
+
+// Writes `count` float32 tensors as a dlprimitives .dlp weights file: b"DLPW", the
+// header's length (uint32, big-endian), the JSON header naming each tensor's shape and
+// byte range, then the tensors' values (little-endian), in the header's order. Written
+// to FILE.tmp and renamed, so a failed write leaves no partial FILE. Returns false, with
+// errno set, on failure.
+static bool frame_write_dlp(const std::string& path, const char* header,
+                            std::uint32_t header_size, const float* const* tensors,
+                            const std::size_t* sizes, std::size_t count) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return false;
+  unsigned char length[4];
+  for (int b = 0; b < 4; ++b) length[b] = static_cast<unsigned char>(header_size >> (24 - 8 * b));
+  bool ok = std::fwrite("DLPW", 1, 4, f) == 4 && std::fwrite(length, 1, 4, f) == 4 &&
+            std::fwrite(header, 1, header_size, f) == header_size;
+  std::vector<unsigned char> bytes;
+  for (std::size_t t = 0; ok && t < count; ++t) {
+    bytes.resize(sizes[t] * 4);
+    for (std::size_t i = 0; i < sizes[t]; ++i) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &tensors[t][i], 4);
+      for (int b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<unsigned char>(bits >> (8 * b));
+    }
+    ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  }
+  const int saved = errno;
+  ok = std::fclose(f) == 0 && ok;
+  if (ok && std::rename(tmp.c_str(), path.c_str()) == 0) return true;
+  const int failed = errno != 0 ? errno : saved;
+  std::remove(tmp.c_str());
+  errno = failed;
+  return false;
+}
 """
 
 
@@ -155,7 +260,9 @@ class _MainWriter:
         self.loops = loops
         self.cpp = cpp
         taken = {i.cpp_name for i in cpp.info.values()} | set(cpp.helpers)
-        self.names = Namer(taken | {"fill_uniform", "print_value", "main"})
+        self.names = Namer(taken | {"fill_uniform", "print_value", "main", "argc", "argv",
+                                    "FrameArguments", "frame_parse_arguments",
+                                    "frame_write_dlp"})
         self.lines: list[str] = []
 
     def line(self, text: str = "", depth: int = 1) -> None:
@@ -204,7 +311,23 @@ class _MainWriter:
             raise CppEmitError(f"@{step_fn}: the loss output has shape {list(loss_arg.shape)}")
         arena_size = max([s.arena_size for s in loops.signatures.values()] + [64])
 
-        self.line("int main() {", 0)
+        self.line("int main(int argc, char** argv) {", 0)
+        program = c_string(spec.name)
+        args = self.names.fresh("args")
+        status = self.names.fresh("status")
+        usage = self.names.fresh("usage")
+        self.line("// The command line: --steps N, --save-weights FILE, --help (usage errors "
+                  "exit 2).")
+        self.line(f"static const char {usage}[] =")
+        for text in usage_text(spec).splitlines(keepends=True):
+            self.line(c_string(text), 3)
+        self.lines[-1] += ";"
+        self.line(f"FrameArguments {args};")
+        self.line(f"{args}.steps = {spec.training.steps};  // training.steps of the spec")
+        self.line(f"const int {status} = frame_parse_arguments(argc, argv, {program}, {usage}, "
+                  f"{args});")
+        self.line(f"if ({status} >= 0) return {status};")
+        self.line()
         self.line("// Host buffers. The parameters are updated in place by the training "
                   "step; the")
         self.line("// arena holds every intermediate at the offsets the memory plan chose.")
@@ -264,7 +387,7 @@ class _MainWriter:
                   f"// Training: forward, backward and SGD update in @{step_fn}. Logs")
         self.line("// and the last, like frame-run; the loss is the one before the step's "
                   "update.")
-        self.line(f"const std::int64_t {steps} = {spec.training.steps};")
+        self.line(f"const std::int64_t {steps} = {args}.steps;")
         diverged = self.names.fresh("diverged")
         diverged_loss = self.names.fresh("diverged_loss")
         self.line(f"std::int64_t {diverged} = -1;  // first step whose loss is not finite")
@@ -315,10 +438,72 @@ class _MainWriter:
         self.line("}", 2)
         self.line('std::fputs("\\n", stdout);', 2)
         self.line("}")
+        self._save_weights(args, program, params)
         self.line(f'std::fprintf(stderr, "train_seconds %.9f\\n", {seconds}.count());')
         self.line("return 0;")
         self.line("}", 0)
         return "\n".join(self.lines) + "\n"
+
+
+    def _save_weights(self, args: str, program: str, params: dict[str, str]) -> None:
+        """`--save-weights FILE`: the parameters as a .dlp file whose header (fixed by the
+        spec) is written here, byte for byte what `save_weights` in
+        frame_mlir/frontend/network/weights.py writes for the same tensors."""
+        header, order = dlp_header(self.spec)
+        tensors = self.names.fresh("tensors")
+        sizes = self.names.fresh("sizes")
+        self.line(f"if (!{args}.save_weights.empty()) {{  // --save-weights FILE")
+        self.line(f"const float* const {tensors}[] = "
+                  f"{{{', '.join(params[n] for n in order)}}};", 2)
+        shapes = dict(zip(self.spec.param_names(), self.spec.param_shapes(), strict=True))
+        self.line(f"const std::size_t {sizes}[] = "
+                  f"{{{', '.join(_size_expr(shapes[n]) for n in order)}}};", 2)
+        self.line(f"if (!frame_write_dlp({args}.save_weights, {c_string(header)}, "
+                  f"{len(header.encode('utf-8'))}u, {tensors}, {sizes}, {len(order)})) {{", 2)
+        self.line(f'std::fprintf(stderr, "%s: error: IO-001 at %s: cannot write the weights: '
+                  f'%s\\n", {program}, {args}.save_weights.c_str(), std::strerror(errno));', 3)
+        self.line("return 1;", 3)
+        self.line("}", 2)
+        self.line("}")
+
+
+def dlp_header(spec: ModelSpec) -> tuple[str, list[str]]:
+    """The JSON header of the `.dlp` file holding `spec`'s parameters, and the parameter
+    names in the file's order: name-sorted and packed, as `weights.save_weights` writes
+    (`_dlp_bytes`), so the program's file and frame-run's are the same bytes."""
+    shapes = dict(zip(spec.param_names(), spec.param_shapes(), strict=True))
+    order = sorted(shapes)
+    entries: dict[str, dict[str, object]] = {}
+    offset = 0
+    for name in order:
+        size = 4 * prod(shapes[name])
+        entries[name] = {"dtype": "float", "shape": list(shapes[name]), "size": size,
+                         "start": offset}
+        offset += size
+    text = json.dumps({"tensors": entries}, separators=(",", ":"), ensure_ascii=False)
+    return text, order
+
+
+def usage_text(spec: ModelSpec) -> str:
+    """What the program prints for `--help`."""
+    every = spec.training.log_every
+    logs = (f"every {every}th step (from 0) and at the last" if every > 0
+            else "at the last step")
+    return f"""\
+usage: {spec.name} [--steps N] [--save-weights FILE] [--help]
+
+Trains the model `{spec.name}` as `frame-run SPEC --print-predictions` does
+(generated by frame-dslc --emit): prints `step N loss V` {logs},
+then `final_loss V` and the predictions of layer `{spec.loss.prediction}`; the
+training time goes to stderr.
+
+options:
+  --steps N            train N steps instead of the spec's {spec.training.steps}
+                       (1 <= N <= 2147483647)
+  --save-weights FILE  write the trained parameters to FILE as a dlprimitives .dlp
+                       weights file (`frame-run SPEC --load-weights FILE` reads it)
+  -h, --help           show this help and exit
+"""
 
 
 def generate_program(spec: ModelSpec, loops: LoopsModule | None = None,
@@ -327,7 +512,8 @@ def generate_program(spec: ModelSpec, loops: LoopsModule | None = None,
     given)."""
     loops = loops or lower_to_loops(spec, options)
     cpp = emit_module(loops.module)
-    cpp.includes.update({"chrono", "cmath", "cstddef", "cstdint", "cstdio", "random"})
+    cpp.includes.update({"cerrno", "chrono", "cmath", "cstddef", "cstdint", "cstdio",
+                         "cstring", "random", "string", "vector"})
     main_text = _MainWriter(spec, loops, cpp).write()
     header = f"""\
 // Generated by frame-dslc --emit from the model spec `{spec.name}`: a standalone
