@@ -212,7 +212,7 @@ def _graph(doc: dict[str, Any], name: str, source: str
             continue
         latest[n] = (n, -1)
         versions[n] = 0
-        inputs.append(InputSpec(n, tuple(d["shape"]), d.get("dtype", "float")))
+        inputs.append(InputSpec(n, tuple(int(x) for x in d["shape"]), d.get("dtype", "float")))
 
     producers: dict[str, int] = {}  # every tensor name an operator outputs -> first op
     for i, op in enumerate(doc["operators"]):

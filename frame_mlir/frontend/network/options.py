@@ -153,7 +153,23 @@ LOSS_TYPES = ("SoftmaxWithLoss", "NLLLoss", "MSELoss")
 def with_defaults(op_type: str, given: dict[str, Any]) -> dict[str, Any]:
     """`given` options completed with the type's defaults (REQUIRED ones must be given:
     the schema checked that)."""
-    out = {k: o.default for k, o in OPERATORS[op_type].options.items()
-           if o.default is not REQUIRED}
-    out.update(given)
+    options = OPERATORS[op_type].options
+    out = {k: o.default for k, o in options.items() if o.default is not REQUIRED}
+    for k, v in given.items():
+        kind = options[k].kind if k in options else None
+        out[k] = _integral(v) if kind in _INTEGER_KINDS else v
     return out
+
+
+# Kinds whose values the builders use as Python ints: JSON Schema calls `3.0` an
+# integer, so the schema lets it through, and a float would reach IR attributes.
+_INTEGER_KINDS = frozenset({"int", "pos_int", "pair", "int_list", "shape"})
+
+
+def _integral(value: Any) -> Any:
+    """`value` with every integral float (`3.0`) made an int, in lists too."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value

@@ -1,0 +1,75 @@
+"""The harness must see every kind of failure it claims to catch: planted bugs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fzlib.frontends import Result, classify, judge_training
+from fzlib.pool import Pool
+
+
+@pytest.mark.parametrize(("what", "cls"), [
+    ("segfault", "crash"), ("abort", "crash"), ("exit", "crash"),
+    ("internal", "internal"), ("traceback", "traceback"), ("ok", "ok"),
+])
+def test_planted_failures_are_classified(fuzz_pool: Pool, what: str, cls: str) -> None:
+    r = fuzz_pool.run("planted", {"what": what}, 60)
+    assert classify(r).cls == cls, r
+
+
+def test_hang_is_a_timeout_and_the_worker_recovers(fuzz_pool: Pool) -> None:
+    assert classify(fuzz_pool.run("planted", {"what": "hang"}, 2)).cls == "timeout"
+    assert classify(fuzz_pool.run("planted", {"what": "ok"}, 60)).cls == "ok"
+
+
+def test_escaped_exception_is_a_traceback(fuzz_pool: Pool) -> None:
+    # A frame-opt run whose pipeline cannot even be parsed must be a clean error; a
+    # harness that called a missing tool would report its own failure instead.
+    r = fuzz_pool.run("tool", {"tool": "frame-opt", "argv": ["x.mlir", "-p", "no-such-pass"],
+                               "files": {"x.mlir": b""}}, 60)
+    assert classify(r, "frame-opt").cls.startswith("error:"), r
+    r = fuzz_pool.run("tool", {"tool": "no-such-tool", "argv": []}, 60)
+    assert classify(r).cls == "harness"
+
+
+def test_clean_error_gets_its_rule(fuzz_pool: Pool) -> None:
+    r = fuzz_pool.run("tool", {"tool": "frame-dslc", "argv": ["--check", "s.json"],
+                               "files": {"s.json": b'{"schema_version": 1}'}}, 60)
+    assert classify(r, "frame-dslc").cls == "error:FE-001"
+
+
+def _doc(steps: int) -> dict[str, object]:
+    return {"training": {"steps": steps}}
+
+
+def test_training_property_flags_nan_and_mismatch() -> None:
+    ref = {"losses": [1.0, 0.5], "max_abs": 10.0, "finite": True}
+    ok = {"stdout": "step 0 loss 1.0000001\nstep 1 loss 0.5\n", "reference": ref}
+    assert judge_training(ok, _doc(2)).cls == "accepted+trained"
+    nan = {"stdout": "step 0 loss 1\nstep 1 loss nan\n", "reference": ref}
+    assert judge_training(nan, _doc(2)).cls == "nan"
+    off = {"stdout": "step 0 loss 1.5\nstep 1 loss 0.5\n", "reference": ref}
+    assert judge_training(off, _doc(2)).cls == "mismatch"
+    short = {"stdout": "step 0 loss 1\n", "reference": ref}
+    assert judge_training(short, _doc(2)).cls == "mismatch"
+    # float32 overflow where the float64 reference only leaves float32's range: allowed
+    big = {"losses": [1.0, 1e200], "max_abs": 1e100, "finite": True}
+    inf = {"stdout": "step 0 loss 1\nstep 1 loss inf\n", "reference": big}
+    assert judge_training(inf, _doc(2)).cls == "accepted+trained"
+
+
+def test_reference_matches_the_compiled_run(fuzz_pool: Pool) -> None:
+    """The float64 reference agrees with frame-run on the testdata spec (so a
+    mismatch in the fuzz property means the compiled run, not the reference)."""
+    from fzlib.corpus import TESTDATA
+
+    doc = json.loads((TESTDATA / "tiny_mlp.json").read_text())
+    doc["training"].update(steps=20, log_every=1)
+    r = fuzz_pool.run("spec_train", {"text": json.dumps(doc)}, 180)
+    assert classify(r).cls == "ok", r
+    res: Result = judge_training(r, doc)
+    assert res.cls == "accepted+trained", res
+    losses = [float(line.split()[3]) for line in r["stdout"].splitlines()
+              if line.startswith("step")]
+    assert losses == pytest.approx(r["reference"]["losses"], rel=1e-4)
