@@ -2,4 +2,9 @@
 
 # `frame` first: it imports its op families (`frame_math`), which build on its base
 # classes, so a family module imported on its own still finds them complete.
-from frame_mlir.dialects import frame  # noqa: F401
+from frame_mlir.dialects import (
+    frame,  # noqa: F401
+    xdsl_lexer_fix,
+)
+
+xdsl_lexer_fix.install()
