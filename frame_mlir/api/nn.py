@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from frame_mlir.api.graph import Graph, Value
+from frame_mlir.api.graph import MAX_ELEMENTS, Graph, Value
 from frame_mlir.api.ops import _SAME_SHAPE, _rule
 from frame_mlir.api.tensor import DType
 from frame_mlir.dialects import frame
@@ -142,9 +142,25 @@ def _name(name: object) -> str:
 
 
 def _int(v: object, what: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
+    """An int argument (a numpy integer too; not a bool, whose int-ness is an accident)."""
+    if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer):
         raise TypeError(f"{what} must be an int, found {v!r}")
-    return v
+    return int(v)
+
+
+def _dim(v: object, what: str) -> int:
+    """A size argument of an nn factory (a dim, channel count, kernel, stride, ...): an
+    int of magnitude at most MAX_ELEMENTS (2^48), the bound `add_graph_input` puts on a
+    tensor. The one range check of every factory: beyond it a size cannot be a tensor's
+    extent, and products of sizes (`batch * num_steps`, `4 * hidden_dim`) would overflow
+    the dialect's i64 attributes (an xDSL VerifyException) or the index-sized ints of
+    Python's sequences (OverflowError). The sign is left to `build` (§7.3: numbers are
+    checked there), so `Linear("l", 0, -1, ...)` still fails at build, as documented."""
+    d = _int(v, what)
+    if abs(d) > MAX_ELEMENTS:
+        raise ValueError(f"{what} must be at most 2^48 ({MAX_ELEMENTS}) in magnitude, the "
+                         f"most elements a tensor may hold; found {d}")
+    return d
 
 
 def Linear(name: str, batch: int, in_dim: int, out_dim: int, with_bias: bool,
@@ -174,7 +190,7 @@ def Linear(name: str, batch: int, in_dim: int, out_dim: int, with_bias: bool,
         >>> fc.build(g, [x], nn.add_parameter_inputs(g, fc))
         [<Value [8, 2] float32>]
     """
-    batch, in_dim, out_dim = (_int(v, w) for v, w in ((batch, "batch"), (in_dim, "in_dim"),
+    batch, in_dim, out_dim = (_dim(v, w) for v, w in ((batch, "batch"), (in_dim, "in_dim"),
                                                       (out_dim, "out_dim")))
     inner = core_nn.Linear(_name(name), batch, in_dim, out_dim, _flag(with_bias, "with_bias"))
     return Module._make(inner, DType(dtype), 1)
@@ -213,7 +229,7 @@ def _pair(v: object, what: str) -> list[int]:
     items = list(v)
     if len(items) != 2:
         raise TypeError(f"{what} must have exactly 2 entries, found {len(items)}")
-    return [_int(i, what) for i in items]
+    return [_dim(i, what) for i in items]
 
 
 def Conv2d(name: str, in_channels: int, out_channels: int, kernel_hw: Sequence[int],
@@ -249,9 +265,9 @@ def Conv2d(name: str, in_channels: int, out_channels: int, kernel_hw: Sequence[i
     """
     kernel, stride = _pair(kernel_hw, "kernel_hw"), _pair(stride_hw, "stride_hw")
     padding = _pair(padding_hw, "padding_hw")
-    inner = core_nn.Conv(_name(name), _int(in_channels, "in_channels"),
-                         _int(out_channels, "out_channels"), kernel, stride, padding,
-                         _int(groups, "groups"), _flag(with_bias, "with_bias"))
+    inner = core_nn.Conv(_name(name), _dim(in_channels, "in_channels"),
+                         _dim(out_channels, "out_channels"), kernel, stride, padding,
+                         _dim(groups, "groups"), _flag(with_bias, "with_bias"))
     return Module._make(inner, DType(dtype), 1)
 
 
@@ -282,10 +298,10 @@ def Conv1d(name: str, in_channels: int, out_channels: int, kernel: int, stride: 
         >>> conv.build(g, [x], nn.add_parameter_inputs(g, conv))
         [<Value [2, 6, 8] float32>]
     """
-    inner = core_nn.Conv(_name(name), _int(in_channels, "in_channels"),
-                         _int(out_channels, "out_channels"), [_int(kernel, "kernel")],
-                         [_int(stride, "stride")], [_int(padding, "padding")],
-                         _int(groups, "groups"), _flag(with_bias, "with_bias"))
+    inner = core_nn.Conv(_name(name), _dim(in_channels, "in_channels"),
+                         _dim(out_channels, "out_channels"), [_dim(kernel, "kernel")],
+                         [_dim(stride, "stride")], [_dim(padding, "padding")],
+                         _dim(groups, "groups"), _flag(with_bias, "with_bias"))
     return Module._make(inner, DType(dtype), 1)
 
 
@@ -458,7 +474,11 @@ def add_parameter_inputs(graph: Graph, module: Module) -> list[Value]:
         >>> nn.add_parameter_inputs(g, fc)
         [<Value [3, 2] float32>, <Value [8, 2] float32>]
     """
+    if not isinstance(graph, Graph):  # else an AttributeError from graph.add_graph_input
+        raise TypeError(f"add_parameter_inputs: expected a Graph first, found "
+                        f"{type(graph).__name__}")
     if not isinstance(module, Module):
-        raise TypeError("add_parameter_inputs: expected a Module")
+        raise TypeError(f"add_parameter_inputs: expected a Module, found "
+                        f"{type(module).__name__}")
     return [graph.add_graph_input(shape, dtype, "cpu")
             for _, shape, dtype in module.parameters()]

@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from frame_mlir.api.graph import Value
-from frame_mlir.api.nn import Module, _flag, _int, _name
+from frame_mlir.api.nn import Module, _dim, _flag, _int, _name
 from frame_mlir.api.tensor import DType
 from frame_mlir.nn import layers
 
@@ -93,7 +93,7 @@ def LayerNorm(name: str, dim: int, eps: float, dtype: DType) -> Module:
         >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
         [<Value [4, 8] float32>]
     """
-    inner = layers.LayerNorm(_name(name), _int(dim, "dim"), _float(eps, "eps"))
+    inner = layers.LayerNorm(_name(name), _dim(dim, "dim"), _float(eps, "eps"))
     return Module._make(inner, _dtype(dtype), 1)
 
 
@@ -129,9 +129,9 @@ def MultiheadAttention(name: str, batch: int, seq_len: int, embed_dim: int, num_
         >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
         [<Value [8, 8] float32>]
     """
-    inner = layers.MultiheadAttention(_name(name), _int(batch, "batch"),
-                                      _int(seq_len, "seq_len"), _int(embed_dim, "embed_dim"),
-                                      _int(num_heads, "num_heads"),
+    inner = layers.MultiheadAttention(_name(name), _dim(batch, "batch"),
+                                      _dim(seq_len, "seq_len"), _dim(embed_dim, "embed_dim"),
+                                      _dim(num_heads, "num_heads"),
                                       _flag(with_bias, "with_bias"))
     return Module._make(inner, _dtype(dtype), 1)
 
@@ -165,8 +165,8 @@ def TransformerEncoderBlock(name: str, batch: int, seq_len: int, embed_dim: int,
         [<Value [8, 8] float32>]
     """
     inner = layers.TransformerEncoderBlock(
-        _name(name), _int(batch, "batch"), _int(seq_len, "seq_len"),
-        _int(embed_dim, "embed_dim"), _int(num_heads, "num_heads"), _int(ffn_dim, "ffn_dim"),
+        _name(name), _dim(batch, "batch"), _dim(seq_len, "seq_len"),
+        _dim(embed_dim, "embed_dim"), _dim(num_heads, "num_heads"), _dim(ffn_dim, "ffn_dim"),
         _flag(with_bias, "with_bias"))
     return Module._make(inner, _dtype(dtype), 1)
 
@@ -196,7 +196,7 @@ def AFF(name: str, channels: int, dtype: DType) -> Module:
         >>> m.build(g, [x, y], nn.add_parameter_inputs(g, m))
         [<Value [2, 4, 5, 5] float32>]
     """
-    inner = layers.AFF(_name(name), _int(channels, "channels"))
+    inner = layers.AFF(_name(name), _dim(channels, "channels"))
     return Module._make(inner, _dtype(dtype), 2)
 
 
@@ -232,7 +232,7 @@ def Dwt2d(name: str, channels: int, wavelet_kind: str) -> Module:
         >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
         [<Value [1, 8, 2, 2] float32>]
     """
-    inner = layers.Dwt2d(_name(name), _int(channels, "channels"),
+    inner = layers.Dwt2d(_name(name), _dim(channels, "channels"),
                          _wavelet(wavelet_kind, ("haar", "db4")))
     return Module._make(inner, DType.float32, 1)
 
@@ -259,7 +259,7 @@ def Dwt1d(name: str, channels: int, wavelet_kind: str) -> Module:
         >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
         [<Value [1, 4, 3] float32>]
     """
-    inner = layers.Dwt1d(_name(name), _int(channels, "channels"),
+    inner = layers.Dwt1d(_name(name), _dim(channels, "channels"),
                          _wavelet(wavelet_kind, tuple(layers.WAVELETS)))
     return Module._make(inner, DType.float32, 1)
 
@@ -289,8 +289,8 @@ def LSTM(name: str, batch: int, num_steps: int, input_dim: int, hidden_dim: int,
         >>> m.build(g, [x], nn.add_parameter_inputs(g, m))
         [<Value [2, 4] float32>]
     """
-    inner = layers.LSTM(_name(name), _int(batch, "batch"), _int(num_steps, "num_steps"),
-                        _int(input_dim, "input_dim"), _int(hidden_dim, "hidden_dim"))
+    inner = layers.LSTM(_name(name), _dim(batch, "batch"), _dim(num_steps, "num_steps"),
+                        _dim(input_dim, "input_dim"), _dim(hidden_dim, "hidden_dim"))
     return Module._make(inner, _dtype(dtype), 1)
 
 
@@ -324,7 +324,7 @@ def LIFCell(name: str, batch: int, num_steps: int, features: int, decay: float,
         [<Value [2, 3, 4] float32>]
     """
     name = _name(name)
-    b, t, f = (_int(v, w) for v, w in ((batch, "batch"), (num_steps, "num_steps"),
+    b, t, f = (_dim(v, w) for v, w in ((batch, "batch"), (num_steps, "num_steps"),
                                        (features, "features")))
     d, th, al = (_float(v, w) for v, w in ((decay, "decay"), (threshold, "threshold"),
                                            (alpha, "alpha")))
@@ -364,7 +364,7 @@ def SnnClassifier(name: str, batch: int, num_steps: int, input_dim: int, hidden_
         [<Value [2, 2] float32>]
     """
     name = _name(name)
-    dims = {w: _int(v, w) for v, w in ((batch, "batch"), (num_steps, "num_steps"),
+    dims = {w: _dim(v, w) for v, w in ((batch, "batch"), (num_steps, "num_steps"),
                                        (input_dim, "input_dim"), (hidden_dim, "hidden_dim"),
                                        (num_classes, "num_classes"))}
     d, th, al = (_float(v, w) for v, w in ((decay, "decay"), (threshold, "threshold"),
@@ -405,7 +405,7 @@ def Mamba(name: str, batch: int, channels: int, steps: int, kernel_size: int,
         [<Value [2, 3, 8] float32>]
     """
     name = _name(name)
-    dims = {w: _int(v, w) for v, w in ((batch, "batch"), (channels, "channels"),
+    dims = {w: _dim(v, w) for v, w in ((batch, "batch"), (channels, "channels"),
                                        (steps, "steps"), (kernel_size, "kernel_size"))}
     dt = _dtype(dtype)
     check = _strict(f"Mamba '{name}'", dims, dt,
@@ -439,7 +439,7 @@ def FourierMamba(name: str, batch: int, channels: int, steps: int, kernel_size: 
         [<Value [2, 3, 8] float32>]
     """
     name = _name(name)
-    dims = {w: _int(v, w) for v, w in ((batch, "batch"), (channels, "channels"),
+    dims = {w: _dim(v, w) for v, w in ((batch, "batch"), (channels, "channels"),
                                        (steps, "steps"), (kernel_size, "kernel_size"))}
     dt = _dtype(dtype)
     check = _strict(f"FourierMamba '{name}'", dims, dt,
@@ -484,9 +484,9 @@ def SpectralConv1d(name: str, batch: int, in_channels: int, out_channels: int, n
     """
     name = _name(name)
     dt = _dtype(dtype)
-    inner = layers.SpectralConv1d(name, _int(batch, "batch"), _int(in_channels, "in_channels"),
-                                  _int(out_channels, "out_channels"), _int(n, "n"),
-                                  _int(modes, "modes"))
+    inner = layers.SpectralConv1d(name, _dim(batch, "batch"), _dim(in_channels, "in_channels"),
+                                  _dim(out_channels, "out_channels"), _dim(n, "n"),
+                                  _dim(modes, "modes"))
     return Module._make(inner, dt, 1, _f32_only(name, dt))
 
 
@@ -515,8 +515,8 @@ def FourierFilter1d(name: str, batch: int, channels: int, n: int, dtype: DType) 
     """
     name = _name(name)
     dt = _dtype(dtype)
-    inner = layers.FourierFilter1d(name, _int(batch, "batch"), _int(channels, "channels"),
-                                   _int(n, "n"))
+    inner = layers.FourierFilter1d(name, _dim(batch, "batch"), _dim(channels, "channels"),
+                                   _dim(n, "n"))
     return Module._make(inner, dt, 1, _f32_only(name, dt))
 
 
@@ -547,9 +547,9 @@ def Fno1dBlock(name: str, batch: int, in_channels: int, out_channels: int, n: in
     """
     name = _name(name)
     dt = _dtype(dtype)
-    inner = layers.Fno1dBlock(name, _int(batch, "batch"), _int(in_channels, "in_channels"),
-                              _int(out_channels, "out_channels"), _int(n, "n"),
-                              _int(modes, "modes"))
+    inner = layers.Fno1dBlock(name, _dim(batch, "batch"), _dim(in_channels, "in_channels"),
+                              _dim(out_channels, "out_channels"), _dim(n, "n"),
+                              _dim(modes, "modes"))
     return Module._make(inner, dt, 1, _f32_only(name, dt))
 
 
@@ -595,7 +595,7 @@ def GraphConv(name: str, num_nodes: int, in_features: int, out_features: int,
     name = _name(name)
     src, tgt = _indices(source_indices, "source_indices"), \
         _indices(target_indices, "target_indices")
-    dims = {w: _int(v, w) for v, w in ((num_nodes, "num_nodes"),
+    dims = {w: _dim(v, w) for v, w in ((num_nodes, "num_nodes"),
                                        (in_features, "in_features"),
                                        (out_features, "out_features"))}
     dt = _dtype(dtype)
@@ -644,7 +644,7 @@ def HypergraphConv(name: str, num_nodes: int, num_hyperedges: int, in_features: 
     name = _name(name)
     nodes, edges_ = _indices(node_indices, "node_indices"), \
         _indices(hyperedge_indices, "hyperedge_indices")
-    dims = {w: _int(v, w) for v, w in ((num_nodes, "num_nodes"),
+    dims = {w: _dim(v, w) for v, w in ((num_nodes, "num_nodes"),
                                        (num_hyperedges, "num_hyperedges"),
                                        (in_features, "in_features"),
                                        (out_features, "out_features"))}

@@ -231,7 +231,10 @@ def _sgd_step(g: Graph, p: Value, grad: Value, lr: float, dims: tuple[int, ...],
     """
     if dt == DType.float32 and _F32_TINY <= lr <= frame.F32_MAX:
         return g._emit(frame.SgdUpdateOp(p._ssa, grad._ssa, lr), dt)
-    lr_const = ops.constant(g, [lr] * math.prod(dims), list(dims), dt, backend)
+    # One value, rounded as `ops.constant` rounds it (float64 -> float32 -> dt), made a
+    # splat of `dims` by `Graph._constant`: a list of prod(dims) copies of lr was a
+    # MemoryError without a message for a parameter of 2^31 x 90 elements (fuzzing).
+    lr_const = g._constant(np.array([lr], np.float64).astype(np.float32), dims, dt, backend)
     step = ops.mul(g, lr_const, grad)
     return g._emit(frame.SgdUpdateOp(p._ssa, step._ssa, 1.0), dt)
 

@@ -24,4 +24,14 @@ class Inline:
     values: tuple[float, ...]
 
 
-InitSpec = UniformSeeded | Inline
+@dataclass(frozen=True)
+class Fill:
+    """Every element `value` (the tensor's shape is its declaration's); consumes no
+    random draws. Unlike `Inline` it holds one number, not one per element: LayerNorm's
+    gamma of 2^40 ones is a valid declaration, while a tuple of them would not fit in
+    memory (bug API-4)."""
+
+    value: float
+
+
+InitSpec = UniformSeeded | Inline | Fill

@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 
 from frame_mlir.dialects import frame
 from frame_mlir.nn.graph import Graph
-from frame_mlir.nn.init import Inline, UniformSeeded
+from frame_mlir.nn.init import Fill, UniformSeeded
 from frame_mlir.nn.module import Conv, Linear, Module, ParamSpec
 
 __all__ = ["AFF", "LSTM", "Dwt1d", "Dwt2d", "Fno1dBlock", "FourierFilter1d", "FourierMamba",
@@ -56,8 +56,7 @@ def _inputs(name: str, inputs: Sequence[SSAValue], count: int) -> None:
 def LayerNorm(name: str, dim: int, eps: float = 1e-5) -> Module:
     """gamma * (x - mean) / sqrt(var + eps) + beta over the last dim of [rows, dim]
     (population variance); gamma [dim] starts at 1, beta [dim] at 0."""
-    params = (ParamSpec("gamma", (dim,), Inline((1.0,) * dim)),
-              ParamSpec("beta", (dim,), Inline((0.0,) * dim)))
+    params = (ParamSpec("gamma", (dim,), Fill(1.0)), ParamSpec("beta", (dim,), Fill(0.0)))
 
     def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
         _inputs(f"LayerNorm '{name}'", inputs, 1)
@@ -276,6 +275,14 @@ def LSTM(name: str, batch: int, num_steps: int, input_dim: int, hidden_dim: int)
     def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
         _inputs(f"LSTM '{name}'", inputs, 1)
         x = inputs[0]
+        # Checked before any op: a wrong x would otherwise reach the reshape below with
+        # sizes of its own (num_steps 2**64 + 1 made an i64 attribute out of range and
+        # xDSL's VerifyException escaped from the scan: bug API-2).
+        shape = frame.static_shape(x)
+        if shape is None or list(shape) != [batch, num_steps, input_dim] or num_steps < 1:
+            raise ValueError(f"LSTM '{name}': input expected [batch {batch}, num_steps "
+                             f"{num_steps}, input_dim {input_dim}] with num_steps >= 1, "
+                             f"found {list(shape) if shape is not None else 'unranked'}")
         w_ih, w_hh, bias = ps
         flat = reshape(g, x, (batch * num_steps, input_dim))
         xw = reshape(g, g.emit(frame.MatmulOp(flat, w_ih)), (batch, num_steps, 4 * hd))

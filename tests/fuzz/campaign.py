@@ -61,7 +61,7 @@ def run_frontend(frontend: str, n: int, seed: int, cap: int, pool: Pool,
     trained = 0
     t0 = time.monotonic()
     for i in range(n):
-        inp = gen(rng, avoid_known=False) if frontend == "api" else gen(rng)
+        inp = gen(rng)
         want = False
         if trained < cap:
             want = compile_key(frontend, inp) not in seen

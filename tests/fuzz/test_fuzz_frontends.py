@@ -20,8 +20,9 @@ from fzlib.pool import Pool
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
-# Per-frontend CI example counts, sized so that all of tests/fuzz stays near 2 minutes
-# on a 2-core machine (a cold compile cache: every accepted spec or network compiles).
+# Per-frontend CI example counts, sized so that all of tests/fuzz stays within ~75 s on
+# an idle 2-core machine (every accepted spec or network compiles; about half the api
+# programs compile and run 1-3 small graphs).
 CI_EXAMPLES = {"spec": 80, "ir": 150, "api": 100, "network": 80, "kyn": 40}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from fzlib.frontends import Result, classify, judge_training
 from fzlib.pool import Pool
@@ -73,3 +74,49 @@ def test_reference_matches_the_compiled_run(fuzz_pool: Pool) -> None:
     losses = [float(line.split()[3]) for line in r["stdout"].splitlines()
               if line.startswith("step")]
     assert losses == pytest.approx(r["reference"]["losses"], rel=1e-4)
+
+
+# A hand-written valid API program: y = relu(x @ w) + x2, its loss sum(y * y), then the
+# backward graph for x and w and an SGD step; every run is checked against float64.
+_F32 = ("$dtype", "float32")
+_API_PROGRAM = [
+    ("call", "Graph", ["g"], "g"),
+    ("method", ("$g", 0), "add_graph_input", [[2, 3], _F32], "v"),
+    ("method", ("$g", 0), "add_graph_input", [[3, 4], _F32], "v"),
+    ("call", "matmul", [("$g", 0), ("$v", 0), ("$v", 1)], "v"),
+    ("call", "relu", [("$g", 0), ("$v", 2)], "v"),
+    ("call", "constant", [("$g", 0), [0.5] * 8, [2, 4], _F32], "v"),
+    ("call", "add", [("$g", 0), ("$v", 3), ("$v", 4)], "v"),
+    ("call", "square", [("$g", 0), ("$v", 5)], "v"),
+    ("call", "sum", [("$g", 0), ("$v", 6), []], "v"),
+    ("method", ("$g", 0), "mark_output", [("$v", 7)], None),
+    ("method", ("$g", 0), "mark_output", [("$v", 5)], None),
+    ("call", "compile", [("$g", 0), "cpu"], "e"),
+    ("run", ("$e", 0), False),
+    ("call", "build_backward_graph", [("$g", 0), 0, [1, 0]], "g"),
+    ("call", "compile", [("$g", 1), "cpu"], "e"),
+    ("run", ("$e", 1), False),
+    ("call", "build_sgd_update_graph", [[[("$ishape", 0), _F32]], 0.1], "g"),
+    ("call", "compile", [("$g", 2), "cpu"], "e"),
+    ("run", ("$e", 2), False),
+]
+
+
+def test_api_runs_are_checked_against_float64() -> None:
+    """The interpreter compares a run's outputs with the float64 model of the graph:
+    all five modelled outputs (forward 2, the backward graph's forward 2, SGD 1) pass,
+    and a wrong model is caught as a mismatch."""
+    from fzlib.api_interp import Interpreter, OutputMismatch
+
+    interp = Interpreter()
+    for instr in _API_PROGRAM:
+        interp.execute(instr)
+    assert interp.log.count("run") == 3 and interp.checked_runs == 5
+    interp = Interpreter()
+    for instr in _API_PROGRAM[:12]:
+        interp.execute(instr)
+    (ex,) = interp.objs["e"]
+    shape, dtype, _ = interp.expected[id(ex)][1]
+    interp.expected[id(ex)][1] = (shape, dtype, ("const", np.zeros(shape) - 7.0))
+    with pytest.raises(OutputMismatch, match="differs from the float64 evaluation"):
+        interp.execute(_API_PROGRAM[12])

@@ -66,29 +66,14 @@ def test_network_fractional_integer_option_is_a_clean_error(
 # ----------------------------------------------------------------- open (other owners)
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="API-1, frame_mlir/api/nn.py: add_parameter_inputs(non-graph, m) "
-                   "raises AttributeError, not the documented TypeError")
-def test_add_parameter_inputs_rejects_a_non_graph() -> None:
-    import frame
-
-    module = frame.nn.Linear("l", 2, 3, 4, True, frame.DType.float32)
-    with pytest.raises(TypeError):
-        frame.nn.add_parameter_inputs(5, module)
-
-
 # An unterminated string literal followed by more text on its line: xDSL 0.74's lexer
 # regex `"(?:[^"\\\n\v\f]+|\\(...))*"` backtracks exponentially in the length of the
-# rest of the line, so `frame-opt` (and `xdsl-opt`) never finish. Found as timeouts of
-# the `ir` frontend; the fix belongs in frame_mlir/tools/locations.py (LocatingParser,
-# e.g. rejecting an unterminated literal before lexing) or upstream in xDSL.
+# rest of the line, so `frame-opt` never finished. Found as timeouts of the `ir` frontend;
+# fixed by frame_mlir/dialects/xdsl_lexer_fix.py (a pattern that cannot backtrack).
 IR_1 = ('func.func @g(%a: ">) -> tensor<*xf32> { %0 = frame.relu %a : (tensor<4xf32>) '
         '-> tensor<*xf32> func.return %0 : tensor<*xf32> }\n')
 
 
-@pytest.mark.xfail(strict=True, raises=subprocess.TimeoutExpired,
-                   reason="IR-1, xDSL lexer / frame_mlir/tools: unterminated string literal "
-                   "hangs frame-opt (exponential regex backtracking)")
 def test_unterminated_string_literal_is_a_prompt_parse_error(tmp_path: Path) -> None:
     path = tmp_path / "hang.mlir"
     path.write_text(IR_1)
@@ -97,35 +82,91 @@ def test_unterminated_string_literal_is_a_prompt_parse_error(tmp_path: Path) -> 
     assert r.returncode == 1 and "parse error" in r.stderr, r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="API-2, frame_mlir/nn/layers.py (_scan via "
-                   "frame.nn.LSTM): num_steps beyond i64 lets xDSL's VerifyException escape")
+# ----------------------------------------------------------------- fixed (Python API)
+
+
+def test_add_parameter_inputs_rejects_a_non_graph() -> None:
+    """API-1 (frame_mlir/api/nn.py): was AttributeError from `5.add_graph_input`."""
+    import frame
+
+    module = frame.nn.Linear("l", 2, 3, 4, True, frame.DType.float32)
+    with pytest.raises(TypeError, match="add_parameter_inputs: expected a Graph first, "
+                       "found int"):
+        frame.nn.add_parameter_inputs(5, module)
+
+
 def test_lstm_huge_num_steps_is_a_value_error() -> None:
+    """API-2 (frame_mlir/nn/layers.py LSTM, via _scan): num_steps 2**64 + 1 let xDSL's
+    VerifyException (an i64 out of range) escape from build. Now the factory's shared
+    size check refuses it, and build checks the input's shape before emitting ops."""
     import frame
 
     f32 = frame.DType.float32
+    with pytest.raises(ValueError, match=r"num_steps must be at most 2\^48 .* found "
+                       f"{2**64 + 1}"):
+        frame.nn.LSTM("l", 2, 2**64 + 1, 3, 2, f32)
     graph = frame.Graph("g")
-    lstm = frame.nn.LSTM("l", 2, 2**64 + 1, 3, 2, f32)
+    lstm = frame.nn.LSTM("l", 2, 2**40, 3, 2, f32)  # in range, but not x's shape
     x = graph.add_graph_input([2, 3], f32)
     params = frame.nn.add_parameter_inputs(graph, lstm)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"LSTM 'l': input expected \[batch 2, num_steps "
+                       r"1099511627776, input_dim 3\].*found \[2, 3\]"):
         lstm.build(graph, [x], params)
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="API-3, frame_mlir/nn/layers.py LayerNorm: dim 2**63 raises "
-                   "OverflowError, not a documented class")
 def test_layer_norm_dim_beyond_index_range_is_a_value_error() -> None:
+    """API-3 (nn/layers.py LayerNorm): dim 2**63 was an OverflowError."""
     import frame
 
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"dim must be at most 2\^48"):
         frame.nn.LayerNorm("n", 2**63, 1e-5, frame.DType.float32)
 
 
-@pytest.mark.xfail(strict=True, raises=MemoryError,
-                   reason="API-4, frame_mlir/nn/layers.py LayerNorm: dim 2**40 raises a "
-                   "MemoryError without a message (it builds a (1.0,) * dim tuple)")
-def test_layer_norm_huge_dim_is_a_clear_error() -> None:
+def test_layer_norm_huge_dim_is_a_declaration() -> None:
+    """API-4 (nn/layers.py LayerNorm): dim 2**40 was a MemoryError without a message
+    (a `(1.0,) * dim` tuple for gamma's initial values). gamma and beta are now `Fill`
+    declarations, so the module exists and its parameters are declared like any other
+    module's; 2**49 is past the shared size check."""
     import frame
 
+    f32 = frame.DType.float32
+    m = frame.nn.LayerNorm("n", 2**40, 1e-5, f32)
+    assert m.parameters() == [("n.gamma", [2**40], f32), ("n.beta", [2**40], f32)]
     with pytest.raises(ValueError, match="dim"):
-        frame.nn.LayerNorm("n", 2**40, 1e-5, frame.DType.float32)
+        frame.nn.LayerNorm("n", 2**49, 1e-5, f32)
+
+
+def _factories() -> list[Any]:
+    """One nn factory call per kind of size argument, the size left open."""
+    import frame
+
+    f32, nn = frame.DType.float32, frame.nn
+    return [lambda v: nn.Linear("l", v, 2, 2, True, f32),
+            lambda v: nn.Conv1d("c", 1, 1, v, 1, 0, 1, True, f32),
+            lambda v: nn.MaxPool2d("p", [v, 2], [1, 1], [0, 0]),
+            lambda v: nn.MultiheadAttention("a", 2, v, 4, 2, True, f32),
+            lambda v: nn.SpectralConv1d("s", 1, 1, 1, 8, v, f32),
+            lambda v: nn.GraphConv("g", v, 2, 2, [0], [0], f32)]
+
+
+@pytest.mark.parametrize("which", range(6))
+@pytest.mark.parametrize(("value", "error"), [
+    (2**63, ValueError), (2**64 + 1, ValueError), (-(2**64), ValueError),
+    (True, TypeError), (1.5, TypeError), ("3", TypeError), (None, TypeError),
+])
+def test_nn_factory_sizes_share_one_check(which: int, value: Any, error: type) -> None:
+    """Every nn factory's sizes go through `frame_mlir.api.nn._dim`: a bool or non-int
+    is a TypeError, a magnitude beyond 2^48 a ValueError naming the argument."""
+    with pytest.raises(error, match=r"must be (an int|at most 2\^48)"):
+        _factories()[which](value)
+
+
+def test_sgd_update_graph_of_a_huge_parameter_is_a_declaration() -> None:
+    """API-5 (frame_mlir/api/training.py `_sgd_step`): a float16 (or lr <= 0) update of
+    a [6, 3, 5, 2**31] parameter built `[lr] * prod(dims)` and raised MemoryError
+    without a message; the step's constant is now a splat."""
+    import frame
+
+    for dtype, lr in ((frame.DType.float32, -0.97), (frame.DType.float16, 0.5)):
+        g = frame.build_sgd_update_graph([[[6, 3, 5, 2**31], dtype]], lr)
+        assert "sgd_update" in g.to_mlir()

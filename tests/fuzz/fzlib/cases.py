@@ -235,8 +235,10 @@ def api_program(program: list[tuple[Any, ...]]) -> dict[str, Any]:
         except BaseException as e:  # noqa: BLE001 -- judged by the parent
             return {"done": done, "errors": errors, "exc": type(e).__name__,
                     "module": type(e).__module__, "message": str(e)[:2000],
-                    "traceback": traceback.format_exc()[-6000:], "log": interp.log}
-    return {"done": len(program), "errors": errors, "exc": None, "log": interp.log}
+                    "traceback": traceback.format_exc()[-6000:], "log": interp.log,
+                    "checked": interp.checked_runs}
+    return {"done": len(program), "errors": errors, "exc": None, "log": interp.log,
+            "checked": interp.checked_runs}
 
 
 # --------------------------------------------------------------------------- harness checks
