@@ -5,11 +5,11 @@ the factory (TypeError), numbers at `build` (ValueError, §7.3), the computation
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 from frame_mlir.api.graph import Value
 from frame_mlir.api.nn import Module, _dim, _flag, _int, _name
+from frame_mlir.api.ops import check_positive_f32
 from frame_mlir.api.tensor import DType
 from frame_mlir.nn import layers
 
@@ -63,10 +63,8 @@ def _strict(name: str, dims: dict[str, int], dtype: DType, shape: Sequence[int],
 def _lif_numbers(name: str, decay: float, threshold: float, alpha: float) -> None:
     if not 0.0 <= decay < 1.0:
         raise ValueError(f"{name}: decay must lie in [0, 1), found {decay}")
-    if not (math.isfinite(threshold) and threshold > 0):
-        raise ValueError(f"{name}: threshold must be finite and > 0, found {threshold}")
-    if not (math.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"{name}: alpha must be finite and > 0, found {alpha}")
+    check_positive_f32(threshold, name, "threshold")
+    check_positive_f32(alpha, name, "alpha")
 
 
 def LayerNorm(name: str, dim: int, eps: float, dtype: DType) -> Module:

@@ -282,6 +282,16 @@ def constant(graph: Graph, values: Sequence[float], shape: Sequence[int], dtype:
     return g._constant(arr.reshape(dims), dims, dtype, backend)
 
 
+def check_positive_f32(value: float, what: str, arg: str) -> None:
+    """ValueError unless `value` is finite and > 0 once rounded to float32: ops keep such
+    numbers as f32 attributes, where 1e-50 becomes 0 and 1e39 infinity, and the op's
+    verifier would then fail inside a pass instead of here."""
+    with np.errstate(over="ignore", under="ignore"):
+        rounded = float(np.float32(value))
+    if not (math.isfinite(rounded) and rounded > 0):
+        raise ValueError(f"{what}: {arg} must be finite and > 0 in float32, found {value}")
+
+
 def heaviside_surrogate(graph: Graph, x: Value, alpha: float) -> Value:
     """The spike function: 1 where `x >= 0` (-0.0 included), else 0. Its gradient is the
     surrogate `dy * alpha * s * (1 - s)` with `s = sigmoid(alpha * x)`.
@@ -303,8 +313,7 @@ def heaviside_surrogate(graph: Graph, x: Value, alpha: float) -> Value:
     v = _graph(graph, "heaviside_surrogate")._own(x, "heaviside_surrogate")
     if isinstance(alpha, bool) or not isinstance(alpha, int | float):
         raise TypeError("heaviside_surrogate: alpha must be a float")
-    if not (math.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"heaviside_surrogate: alpha must be finite and > 0, found {alpha}")
+    check_positive_f32(alpha, "heaviside_surrogate", "alpha")
     _float(v, "heaviside_surrogate")
     return graph._emit(frame.HeavisideSurrogateOp(v._ssa, float(alpha)), v._dtype)
 

@@ -170,3 +170,27 @@ def test_sgd_update_graph_of_a_huge_parameter_is_a_declaration() -> None:
     for dtype, lr in ((frame.DType.float32, -0.97), (frame.DType.float16, 0.5)):
         g = frame.build_sgd_update_graph([[[6, 3, 5, 2**31], dtype]], lr)
         assert "sgd_update" in g.to_mlir()
+
+
+# API-6: a positive alpha that rounds to 0 (or inf) in float32 passed the API's check,
+# and the op's f32 attribute then failed its verifier inside frame-shape-inference
+# ("produced invalid IR: frame.heaviside_surrogate: alpha expected finite and > 0, found
+# 0.0"). Found by the CI fuzz sample of the api frontend.
+@pytest.mark.parametrize("alpha", [1e-50, 1e39])
+def test_heaviside_alpha_checked_in_float32(alpha: float) -> None:
+    import frame
+
+    g = frame.Graph("h")
+    x = g.add_graph_input([3], frame.DType.float32)
+    with pytest.raises(ValueError, match="alpha must be finite and > 0 in float32"):
+        frame._core.heaviside_surrogate(g, x, alpha)
+
+
+def test_lif_alpha_checked_in_float32() -> None:
+    import frame
+
+    g = frame.Graph("lif")
+    x = g.add_graph_input([2, 3, 4], frame.DType.float32)
+    m = frame.nn.LIFCell("lif", 2, 3, 4, 0.5, 1.0, 1e-50, frame.DType.float32)
+    with pytest.raises(ValueError, match="alpha must be finite and > 0 in float32"):
+        m.build(g, [x], frame.nn.add_parameter_inputs(g, m))
