@@ -201,7 +201,7 @@ class Session:
     def __init__(self, compiled: CompiledSpec, values: InitialValues | None = None):
         self.compiled = compiled
         spec = compiled.spec
-        _check_host_memory(compiled)
+        check_host_memory(compiled)
         values = values or generate_initial_values(spec)
         # Data inputs bind by position ([data inputs..., target], the graph's input
         # order): user names need not be SSA names, and may even equal "target" or a
@@ -296,7 +296,7 @@ def _available_memory() -> int | None:
     return None
 
 
-def _check_host_memory(compiled: CompiledSpec) -> None:
+def check_host_memory(compiled: CompiledSpec) -> None:
     """Fail clearly, before allocating, when a spec's buffers cannot fit in memory:
     the arena, every data input, parameter and output (a spec may ask for tensors of
     up to 2^31 - 1 elements each)."""

@@ -486,14 +486,19 @@ def save_weights_file(path: str, params: Sequence[tuple[str, np.ndarray]]) -> No
                            for p in e.problems]) from None
 
 
-def initial_values(spec: ModelSpec, files: RunFiles) -> InitialValues:
-    """The spec's initial tensors, with `--data` replacing the data input and target and
-    `--load-weights` the parameters. The random draws stay the spec's either way: the
-    parameters of a run with `--data` are those of the run without it."""
-    from frame_mlir.runtime.random import generate_initial_values
+@dataclasses.dataclass(frozen=True)
+class RunInputs:
+    """What `--data` and `--load-weights` read: arrays by name, each checked against the
+    spec (None where the flag is absent)."""
 
-    values = generate_initial_values(spec)
-    problems: list[Diagnostic] = []  # both files' problems in one report
+    data: dict[str, np.ndarray] | None = None
+    weights: dict[str, np.ndarray] | None = None
+
+
+def read_run_files(spec: ModelSpec, files: RunFiles) -> RunInputs:
+    """Read and check the `--data` and `--load-weights` files, both files' problems in
+    one report (OptionError)."""
+    problems: list[Diagnostic] = []
     data = weights = None
     if files.data is not None:
         try:
@@ -507,10 +512,22 @@ def initial_values(spec: ModelSpec, files: RunFiles) -> InitialValues:
             problems += e.option_diagnostics
     if problems:
         raise OptionError(problems)
-    if data is not None:
+    return RunInputs(data, weights)
+
+
+def initial_values(spec: ModelSpec, inputs: RunInputs) -> InitialValues:
+    """The spec's initial tensors, with `--data` replacing the data input and target and
+    `--load-weights` the parameters. The random draws stay the spec's either way: the
+    parameters of a run with `--data` are those of the run without it."""
+    from frame_mlir.runtime.random import generate_initial_values
+
+    values = generate_initial_values(spec)
+    if inputs.data is not None:
+        data = inputs.data
         values = dataclasses.replace(
             values, inputs={n: data[n] for n in values.inputs}, target=data["target"])
-    if weights is not None:
+    if inputs.weights is not None:
+        weights = inputs.weights
         values = dataclasses.replace(values, params=[(n, weights[n]) for n, _ in values.params])
     return values
 
@@ -535,7 +552,13 @@ def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = Fal
     A loss that stops being finite is reported on stderr as a warning by `tool`; the
     exit status stays 0, since the run did what the spec asked.
     """
-    from frame_mlir.runtime.trainer import ENV_CACHE, CompiledSpec, Session, logged_steps
+    from frame_mlir.runtime.trainer import (
+        ENV_CACHE,
+        CompiledSpec,
+        Session,
+        check_host_memory,
+        logged_steps,
+    )
     from frame_mlir.tools.progress import is_tty, progress, summary_line
 
     t_start = time.perf_counter()
@@ -547,11 +570,14 @@ def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = Fal
 
         require_matplotlib()
         check_output_path(files.plot, "--plot")
-    values = initial_values(spec, files)
+    run_inputs = read_run_files(spec, files)
     hook = print_ir_after_all_hook(sys.stderr) if print_ir_after_all else None
     compiled = CompiledSpec(spec, after_pass=hook, cache=ENV_CACHE if use_cache else None,
                             options=options)
-    session = Session(compiled, values)
+    # RT-001 before the random draws: a spec too large for the machine is refused
+    # without drawing its data and parameters (tens of seconds and GiBs for a big one).
+    check_host_memory(compiled)
+    session = Session(compiled, initial_values(spec, run_inputs))
     steps = spec.training.steps
     logged = logged_steps(steps, spec.training.log_every)
     t_train = time.perf_counter()

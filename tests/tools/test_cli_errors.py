@@ -74,10 +74,9 @@ def test_frame_opt_deep_nesting_is_an_error_not_a_crash() -> None:
     assert error_line(proc).startswith("frame-opt: error: input nested too deeply")
 
 
-def test_a_spec_too_large_for_memory_is_refused_before_allocating(tmp_path: Path) -> None:
+def _big_spec(tmp_path: Path) -> Path:
     """Two hidden layers of 46340 x 46340 (each tensor is legal, just under 2^31
-    elements): 8 GiB of weights and a larger arena. The check runs before any buffer
-    exists, so this fails fast on any machine with less than ~32 GiB free."""
+    elements): 8 GiB of weights and a larger arena."""
     doc = json.loads(TINY.read_text())
     n = 46340
     doc["model"]["batch"] = n
@@ -87,16 +86,45 @@ def test_a_spec_too_large_for_memory_is_refused_before_allocating(tmp_path: Path
     doc["loss"]["target_shape"] = [n, 1]
     path = tmp_path / "big.json"
     path.write_text(json.dumps(doc))
+    return path
+
+
+def _skip_unless_too_large() -> None:
     from frame_mlir.runtime.trainer import _available_memory
 
     available = _available_memory()
     if available is None or available > 30 << 30:
         pytest.skip("needs /proc/meminfo and less than 30 GiB available")
+
+
+def test_a_spec_too_large_for_memory_is_refused_before_allocating(tmp_path: Path) -> None:
+    """The check runs before any buffer exists, so this fails fast on any machine with
+    less than ~32 GiB free."""
+    path = _big_spec(tmp_path)
+    _skip_unless_too_large()
     proc = run("frame_run", str(path))
     assert proc.returncode == 1
     line = error_line(proc)
     assert line.startswith("frame-run: error: RT-001: out of memory: the model needs ")
     assert "GiB are available" in line
+
+
+def test_a_spec_too_large_for_memory_draws_nothing(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """RT-001 comes before the spec's random data and parameters are drawn (drawing
+    8 GiB of them took 40 s before the refusal)."""
+    path = _big_spec(tmp_path)
+    _skip_unless_too_large()
+    from frame_mlir.runtime import random as frame_random
+    from frame_mlir.tools.frame_run import main
+
+    def no_draws(spec: object) -> None:
+        raise AssertionError("initial values drawn before the memory check")
+
+    monkeypatch.setattr(frame_random, "generate_initial_values", no_draws)
+    assert main([str(path), "--no-cache"]) == 1
+    assert "RT-001: out of memory" in capsys.readouterr().err
 
 
 def test_an_endless_spec_file_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
