@@ -145,8 +145,13 @@ class frame_parallel_for {
           g = generation.load(std::memory_order_acquire);
         }
         if (g == seen) {
+          // `stop` too: a worker whose thread first runs after ~Pool bumped the
+          // generation starts with that generation as `seen`, and would sleep forever
+          // while ~Pool joins it (a hang at exit under load).
           std::unique_lock<std::mutex> lock(mutex);
-          work.wait(lock, [&] { return generation.load(std::memory_order_acquire) != seen; });
+          work.wait(lock, [&] {
+            return stop.load() || generation.load(std::memory_order_acquire) != seen;
+          });
           g = generation.load(std::memory_order_acquire);
         }
         seen = g;
