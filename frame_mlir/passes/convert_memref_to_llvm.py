@@ -68,7 +68,10 @@ def element_pointer(
     align = element_byte_size(typ.element_type)
     if linear is None:  # 0-d memref: the pointer is the element
         return ops, base, align
-    gep = llvm.GEPOp.from_mixed_indices(base, [linear], element, inbounds=True)
+    # the address stays in the base pointer's address space (GPU shared memory)
+    space = base.type if isinstance(base.type, llvm.LLVMPointerType) else llvm.LLVMPointerType()
+    gep = llvm.GEPOp.from_mixed_indices(base, [linear], element, result_type=space,
+                                        inbounds=True)
     ops.append(gep)
     return ops, gep.result, align
 

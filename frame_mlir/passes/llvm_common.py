@@ -32,6 +32,8 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IndexType,
+    IntAttr,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     ModuleOp,
@@ -59,6 +61,10 @@ def llvm_type(typ: Attribute) -> Attribute:
     if isinstance(typ, IndexType):
         return i64
     if isinstance(typ, MemRefType):
+        # a memref in a memory space (GPU shared memory: 3) is a pointer in that space
+        space = typ.memory_space
+        if isinstance(space, IntegerAttr) and space.value.data:
+            return llvm.LLVMPointerType(IntAttr(space.value.data))
         return llvm.LLVMPointerType()
     if isinstance(typ, BFloat16Type):
         return i16

@@ -29,6 +29,7 @@ from xdsl.dialects import (
     builtin,
     cf,
     func,
+    gpu,
     linalg,
     llvm,
     math,
@@ -72,7 +73,8 @@ def make_context() -> Context:
     """A context with every dialect the pipeline produces or consumes."""
     ctx = Context(allow_unregistered=False)
     for d in (builtin.Builtin, func.Func, Frame, arith.Arith, linalg.Linalg, tensor.Tensor,
-              memref.MemRef, scf.Scf, cf.Cf, math.Math, llvm.LLVM, vector.Vector, FrameRt):
+              memref.MemRef, scf.Scf, cf.Cf, math.Math, llvm.LLVM, vector.Vector, FrameRt,
+              gpu.GPU):
         ctx.load_dialect(d)
     return ctx
 

@@ -25,6 +25,7 @@ from frame_mlir.passes.convert_cf_to_llvm import ConvertCfToLLVMPass
 from frame_mlir.passes.convert_frame_rt_to_llvm import ConvertFrameRtToLLVMPass
 from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
 from frame_mlir.passes.convert_func_to_llvm import ConvertFuncToLLVMPass
+from frame_mlir.passes.convert_gpu_to_nvvm import ConvertGpuToNvvm
 from frame_mlir.passes.convert_math_to_llvm import ConvertMathToLLVMPass
 from frame_mlir.passes.convert_memref_to_llvm import ConvertMemrefToLLVMPass
 from frame_mlir.passes.convert_vector_to_llvm import ConvertVectorToLLVMPass
@@ -34,6 +35,8 @@ from frame_mlir.passes.frame_collapse_dims import FrameCollapseDims
 from frame_mlir.passes.frame_fuse_elementwise import FrameFuseElementwise
 from frame_mlir.passes.frame_fuse_gemm_epilogue import FrameFuseGemmEpilogue
 from frame_mlir.passes.frame_gemm import FrameGemm
+from frame_mlir.passes.frame_gpu_host import FrameGpuHost
+from frame_mlir.passes.frame_gpu_map import FrameGpuMap
 from frame_mlir.passes.frame_lower_scan import FrameLowerScan
 from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
 from frame_mlir.passes.frame_parallelize import FrameParallelize
@@ -69,6 +72,10 @@ ALL_PASSES: list[type[ModulePass]] = [
     ConvertCfToLLVMPass,
     ConvertFuncToLLVMPass,
     LLVMLegalityCheck,
+    # the cuda target (--target cuda): after bufferized
+    FrameGpuMap,
+    FrameGpuHost,
+    ConvertGpuToNvvm,
 ]
 
 
@@ -166,6 +173,22 @@ _STAGE_SUMMARIES: dict[str, str] = {
 }
 assert tuple(_STAGE_SUMMARIES) == STAGE_NAMES, "update _STAGE_SUMMARIES"
 
+@dataclass(frozen=True)
+class FrameToGpu(StagePipeline):
+    """Frame IR through the cuda target's `gpu` stage: kernels mapped onto grids of
+    blocks and threads, host functions as launches on one device arena."""
+
+    name = "frame-to-gpu"
+
+    def expand(self) -> list[ModulePass]:
+        from frame_mlir.backend.cuda.compile import gpu_stage_passes
+
+        cpu = FramePipeline(lr=self.lr, sgd=self.sgd, threads=self.threads,
+                            stop_after="bufferized")
+        return [*cpu.expand(), *gpu_stage_passes()]
+
+
 PIPELINES: list[type[StagePipeline]] = [
     *(_stage_pipeline(s, d) for s, d in _STAGE_SUMMARIES.items()), FramePipeline,
+    FrameToGpu,
 ]

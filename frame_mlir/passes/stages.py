@@ -16,8 +16,17 @@ STAGE_NAMES: tuple[str, ...] = (
 #: After the llvm dialect: LLVM IR before and after O3, and host assembly.
 BACKEND_STAGES: tuple[str, ...] = ("llvm-ir", "llvm-opt", "asm")
 
-#: Every dump point of `frame-run --emit-stage`, in pipeline order.
-ALL_STAGES: tuple[str, ...] = (*STAGE_NAMES, *BACKEND_STAGES)
+#: After `bufferized` on the CUDA target (`frame-run --target cuda`): kernels mapped onto
+#: grids and host launches (`gpu`), the device module in the llvm dialect
+#: (`gpu-llvm`), its LLVM IR for nvptx64 (`nvvm`) and the PTX (`ptx`).
+CUDA_STAGES: tuple[str, ...] = ("gpu", "gpu-llvm", "nvvm", "ptx")
+
+#: Every dump point of `frame-run --emit-stage`, in pipeline order (the CUDA target's
+#: after the CPU's).
+ALL_STAGES: tuple[str, ...] = (*STAGE_NAMES, *BACKEND_STAGES, *CUDA_STAGES)
+
+#: The stages both targets share.
+SHARED_STAGES: tuple[str, ...] = STAGE_NAMES[:STAGE_NAMES.index("bufferized") + 1]
 
 
 def pipeline_name(stage: str) -> str:

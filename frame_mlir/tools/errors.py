@@ -19,10 +19,17 @@ def describe(tool: str, e: BaseException) -> tuple[str, int] | None:
     """The message and exit code for a failure caused by bad input, else None."""
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
+    from frame_mlir.backend.cuda.compile import CudaCompileError
+    from frame_mlir.backend.cuda.driver import CudaError
+    from frame_mlir.backend.cuda.ptx import PtxError
     from frame_mlir.frontend.errors import SpecError
     from frame_mlir.kyn.errors import KynError
     from frame_mlir.passes.pipeline import PipelineError
 
+    if isinstance(e, CudaError | PtxError):  # "CUDA-00N: what, expected vs found"
+        return f"{tool}: error: {e}", EXIT_ERROR
+    if isinstance(e, CudaCompileError):
+        return f"{tool}: error: CUDA-020: {e}", EXIT_ERROR
     if isinstance(e, KynError):  # already `<file>:<line>:<col>: error: ... [RULE]` lines
         return str(e), EXIT_ERROR
     if isinstance(e, SpecError):

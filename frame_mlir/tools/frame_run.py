@@ -15,6 +15,9 @@ train it.
     frame-run spec.json --data d.npz --load-weights w.npz --save-weights out.onnx
                                              data from a file, parameters in and out
     frame-run spec.json --plot loss.png      the loss of every step as a PNG
+    frame-run spec.json --target cuda        train on an NVIDIA GPU (the [cuda] extra)
+    frame-run spec.json --target cuda --emit-stage=ptx
+                                             the PTX of every kernel (no GPU needed)
 
 On a terminal a progress bar (steps/s, ETA) and a closing summary go to stderr; in a pipe
 or a file stdout is the same bytes and stderr has no bar and no summary (v0 specs).
@@ -41,6 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "(inputs/outputs/operators); - reads standard input")
     p.add_argument("--emit-stage", choices=ALL_STAGES, metavar="STAGE",
                    help=f"print the IR at STAGE and stop; one of: {', '.join(ALL_STAGES)}")
+    p.add_argument("--target", choices=("cpu", "cuda", "cuda-emulator"), default="cpu",
+                   help="cpu (default): LLVM JIT for this CPU; cuda: PTX kernels on an "
+                   "NVIDIA GPU (needs the driver and pip install 'frame-mlir[cuda]'); "
+                   "cuda-emulator: the same kernels on a CPU emulator (slow; for "
+                   "testing the CUDA path without a GPU)")
     p.add_argument("--print-ir-after-all", action="store_true",
                    help="print the IR after every pass to stderr")
     p.add_argument("--print-predictions", action="store_true",
@@ -89,6 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.emit_stage and args.print_predictions:
             parser.error("--print-predictions needs a training run; --emit-stage "
                          "stops before one")
+        from frame_mlir.tools.cuda_run import check_stage
+
+        check_stage(args.target, args.emit_stage)
         spec = load_model(args.spec, spec_overrides(args))
         if not isinstance(spec, ModelSpec):  # a JSON network
             v0_only = flags_given(args, ("steps", "log_every"))
@@ -103,8 +114,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  "--emit-stage stops before one")
                 emit_network_stage(spec, args.emit_stage, sys.stdout,
                                    print_ir_after_all=args.print_ir_after_all,
-                                   options=compile_options(args.threads))
+                                   options=compile_options(args.threads), target=args.target)
                 return 0
+            if args.target != "cpu":
+                parser.error(f"--target {args.target}: training a JSON network runs on "
+                             "the CPU only (its --emit-stage=ptx works on any target)")
             if args.lr is not None:  # a network's rate: >= 0 (0 freezes the parameters)
                 try:
                     args.lr = nonneg_float(args.lr)
@@ -126,8 +140,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "--emit-stage stops before one")
             emit_stage(spec, args.emit_stage, sys.stdout,
                        print_ir_after_all=args.print_ir_after_all,
-                       options=compile_options(args.threads))
+                       options=compile_options(args.threads), target=args.target)
             return 0
+        if args.target != "cpu":
+            from frame_mlir.tools.cuda_run import run_cuda_training
+
+            return run_cuda_training(spec, sys.stdout, target=args.target,
+                                     print_predictions=args.print_predictions,
+                                     files=RunFiles.from_args(args))
         return run_training(spec, sys.stdout, print_ir_after_all=args.print_ir_after_all,
                             print_predictions=args.print_predictions,
                             use_cache=not args.no_cache,

@@ -257,9 +257,10 @@ def _accuracy(net: Network, split: object, decls: list, pair: tuple[str, str]) -
 
 def emit_network_stage(spec: NetworkSpec, stage: str, out: TextIO, *,
                        print_ir_after_all: bool = False,
-                       options: CompileOptions | None = None) -> None:
+                       options: CompileOptions | None = None, target: str = "cpu") -> None:
     """`--emit-stage` for a network: its training function (and gradient), as for a v0
-    spec (no SGD is fused: the solver's update is a function of its own)."""
+    spec (no SGD is fused: the solver's update is a function of its own); `target`
+    "cuda" for the CUDA stages."""
     from xdsl.dialects import builtin
 
     from frame_mlir.frontend.network.lower import build_function
@@ -267,4 +268,4 @@ def emit_network_stage(spec: NetworkSpec, stage: str, out: TextIO, *,
 
     module = builtin.ModuleOp([build_function(spec, "train").fn])
     emit_module_stage(module, None, stage, out, print_ir_after_all=print_ir_after_all,
-                      options=options)
+                      options=options, target=target)

@@ -1,0 +1,221 @@
+"""Running a `CudaProgram`: one device arena, the data and parameters copied in once,
+each step the train-step function's launches in order, the losses read back at the end.
+
+The device is either a GPU through the CUDA driver API (`CudaBackend`, the `[cuda]`
+extra) or the CPU emulator of the same kernels (`EmulatorBackend`, for machines without
+a GPU: it runs the device LLVM IR with CUDA's grid, block, barrier and shared memory
+semantics, so a test of the plan and the kernels needs no GPU).
+
+A v0 spec trains one fixed batch, so a step reads nothing from the host: the launches
+of step i write their loss into element i of a device array of losses (the launch
+arguments that address the step's output slot are moved there), and `run` reads the
+array once after the last step -- no synchronisation between steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from frame_mlir.backend.cuda.compile import CudaProgram, HostFunction
+
+if TYPE_CHECKING:
+    from frame_mlir.backend.cuda.driver import CudaDevice
+from frame_mlir.runtime.executable import aligned_empty
+
+
+class Backend(Protocol):
+    """What the session needs from a device."""
+
+    name: str
+
+    def alloc(self, nbytes: int) -> int: ...
+    def copy_to_device(self, dst: int, src: np.ndarray) -> None: ...
+    def copy_from_device_into(self, dst: np.ndarray, src: int) -> None: ...
+    def launch(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+               args: Sequence[int]) -> None: ...
+    def synchronize(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class CudaBackend:
+    """A GPU through the CUDA driver API (cuda-python): the program's PTX for the
+    device's architecture (sm_90 from compute capability 9.0, sm_80 below), loaded once."""
+
+    def __init__(self, program: CudaProgram, ordinal: int = 0,
+                 device: CudaDevice | None = None):
+        from frame_mlir.backend.cuda.driver import CudaDevice
+
+        self.device = device if device is not None else CudaDevice(ordinal)
+        major, _ = self.device.compute_capability
+        if major < 8:
+            from frame_mlir.backend.cuda.driver import CudaError
+
+            raise CudaError("CUDA-003", f"device {ordinal} ({self.device.name}) has compute "
+                            f"capability {major}.x; expected 8.0 or newer (sm_80)")
+        self.arch = "sm_90" if major >= 9 else "sm_80"
+        self.name = f"{self.device.name} ({self.arch})"
+        self.module = self.device.load_ptx(program.ptx(self.arch), name="frame_kernels")
+        self._kernels = {k: self.module.function(k) for k in program.kernels}
+        self._allocs: list[int] = []
+
+    def alloc(self, nbytes: int) -> int:
+        ptr = self.device.alloc(nbytes)
+        self._allocs.append(ptr)
+        return ptr
+
+    def copy_to_device(self, dst: int, src: np.ndarray) -> None:
+        self.device.copy_to_device(dst, src)
+
+    def copy_from_device_into(self, dst: np.ndarray, src: int) -> None:
+        self.device.copy_from_device_into(dst, src)
+
+    def launch(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+               args: Sequence[int]) -> None:
+        self._kernels[kernel].launch(grid, block, args)
+
+    def synchronize(self) -> None:
+        self.device.synchronize()
+
+    def close(self) -> None:
+        for p in self._allocs:
+            self.device.free(p)
+        self._allocs.clear()
+        self.device.close()
+
+
+class EmulatorBackend:
+    """The kernels on the CPU emulator (`emulator.EmulatedDevice`): device memory is
+    host memory, a launch runs every block of the grid in turn."""
+
+    name = "CPU emulator"
+
+    def __init__(self, program: CudaProgram):
+        from frame_mlir.backend.cuda.emulator import EmulatedDevice
+
+        self.device = EmulatedDevice(program.nvvm_ir)
+        self._buffers: list[np.ndarray] = []
+
+    def alloc(self, nbytes: int) -> int:
+        buf = aligned_empty(max(nbytes, 1), 256)
+        buf[:] = 0xFF  # garbage, as cuMemAlloc leaves it: a kernel must not read unset memory
+        self._buffers.append(buf)
+        return int(buf.ctypes.data)
+
+    def copy_to_device(self, dst: int, src: np.ndarray) -> None:
+        src = np.ascontiguousarray(src)
+        np.ctypeslib.as_array((np.ctypeslib.ctypes.c_uint8 * src.nbytes).from_address(dst))[
+            :] = src.view(np.uint8).reshape(-1)
+
+    def copy_from_device_into(self, dst: np.ndarray, src: int) -> None:
+        raw = np.ctypeslib.as_array((np.ctypeslib.ctypes.c_uint8 * dst.nbytes).from_address(src))
+        dst.view(np.uint8).reshape(-1)[:] = raw
+
+    def launch(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+               args: Sequence[int]) -> None:
+        self.device.launch(kernel, grid, block, list(args))
+
+    def synchronize(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._buffers.clear()
+
+
+class CudaSession:
+    """A compiled spec's buffers on a device: `run(steps)` trains, `params()` and
+    `predict()` read results back.
+
+    `data`: the data inputs then the target, in the graph's order (as the CPU
+    `Session`); `params`: by name."""
+
+    def __init__(self, program: CudaProgram, backend: Backend, *, model: str,
+                 predict_function: str, data: Sequence[np.ndarray],
+                 params: Mapping[str, np.ndarray]):
+        self.program = program
+        self.backend = backend
+        self.step_fn = program.functions[f"{model}_train_step"]
+        self.forward_fn = program.functions[model]
+        self.predict_fn = program.functions[predict_function]
+        self.base = backend.alloc(program.arena_size)
+        self._param_slots: dict[str, tuple[int, np.ndarray]] = {}
+        fn = self.step_fn
+        data_iter = iter(data)
+        for arg, off in zip(fn.signature.args, fn.argument_offsets, strict=True):
+            if arg.kind == "input":
+                arr = np.ascontiguousarray(next(data_iter), dtype=arg.dtype)
+                self._check(arg.name, arr.nbytes, arg.nbytes)
+                backend.copy_to_device(self.base + off, arr)
+            elif arg.kind == "param":
+                arr = np.ascontiguousarray(params[arg.name], dtype=arg.dtype)
+                self._check(arg.name, arr.nbytes, arg.nbytes)
+                backend.copy_to_device(self.base + off, arr)
+                self._param_slots[arg.name] = (off, np.empty(arg.shape, arg.dtype))
+
+    @staticmethod
+    def _check(name: str, found: int, expected: int) -> None:
+        if found != expected:
+            raise ValueError(f"buffer '{name}' has {found} bytes, the compiled function "
+                             f"expects {expected}")
+
+    def _output_offset(self, fn: HostFunction) -> int:
+        (off,) = [o for a, o in zip(fn.signature.args, fn.argument_offsets, strict=True)
+                  if a.kind == "output"]
+        return off
+
+    def _call(self, fn: HostFunction, moved: tuple[int, int] | None = None) -> None:
+        """Launch `fn`'s kernels in order; `moved` = (slot, address): arguments at that
+        slot go to that address instead."""
+        for ln in fn.launches:
+            args = [self.base + a for a in ln.args]
+            if moved is not None:
+                slot, addr = moved
+                args = [addr if a == self.base + slot else a for a in args]
+            self.backend.launch(ln.kernel, ln.grid, ln.block, args)
+
+    def run(self, steps: int) -> np.ndarray:
+        """`steps` train steps; each step's loss (before its update), read back once."""
+        steps = int(steps)
+        if steps < 0:
+            raise ValueError(f"steps: expected a count >= 0, found {steps}")
+        (out,) = self.step_fn.signature.of_kind("output")
+        losses = np.zeros(steps, dtype=out.dtype)
+        if steps == 0:
+            return losses
+        dev = self.backend.alloc(losses.nbytes)
+        slot = self._output_offset(self.step_fn)
+        for i in range(steps):
+            self._call(self.step_fn, (slot, dev + i * out.dtype.itemsize))
+        self.backend.synchronize()
+        self.backend.copy_from_device_into(losses, dev)
+        return losses
+
+    def _result(self, fn: HostFunction) -> np.ndarray:
+        self._call(fn)
+        self.backend.synchronize()
+        (out,) = fn.signature.of_kind("output")
+        arr = np.empty(out.shape, out.dtype)
+        self.backend.copy_from_device_into(arr, self.base + self._output_offset(fn))
+        return arr
+
+    def evaluate(self) -> float:
+        """The loss of the current parameters (forward only)."""
+        return float(self._result(self.forward_fn))
+
+    def predict(self) -> np.ndarray:
+        """The prediction layer's output for the current parameters."""
+        return self._result(self.predict_fn)
+
+    def params(self) -> dict[str, np.ndarray]:
+        """The current parameters by name, read back from the device."""
+        self.backend.synchronize()
+        out = {}
+        for name, (off, arr) in self._param_slots.items():
+            self.backend.copy_from_device_into(arr, self.base + off)
+            out[name] = arr.copy()
+        return out
+
+    def close(self) -> None:
+        self.backend.close()
