@@ -92,11 +92,24 @@ def _dim_of(expr: object) -> int | None:
 
 
 def thread_dims(op: linalg.GenericOp) -> list[int]:
-    """The parallel loop dims that every output map has as a plain result used nowhere
-    else in that map: distinct values of them write distinct elements."""
+    """The loop dims whose distinct values write distinct elements: every dim of an
+    all-parallel op, else the parallel dims that every output map has as a plain result
+    used nowhere else in that map. None (empty) when an input is an output read through another
+    map."""
     its = [str(i.data) for i in op.iterator_types.data]
     maps = [m.data for m in op.indexing_maps.data]
     out_maps = maps[len(op.inputs):]
+    n_in = len(op.inputs)
+    for value, m in zip(op.inputs, maps[:n_in], strict=True):
+        for out, om in zip(op.outputs, out_maps, strict=True):
+            if value == out and m != om:
+                return []  # reads what another iteration writes: one thread, in order
+    if all(it == "parallel" for it in its):
+        # Iterator types are honest in this code base (a scatter marks the dims that
+        # meet in one element as reductions; see frame_parallelize): iterations of an
+        # all-parallel op write distinct elements even through a map that is not a
+        # permutation of dims (a reshape's floordiv / mod).
+        return list(range(len(its)))
     dims = []
     for d, it in enumerate(its):
         if it != "parallel":
@@ -346,7 +359,8 @@ def _threads(ir: _Ir, op: linalg.GenericOp) -> Launch:
 
             def body(ir: _Ir, iv: SSAValue, it: Sequence[SSAValue]) -> list[SSAValue]:
                 dims[d] = iv
-                return nest(ir, k + 1, it if acc is not None else None)
+                res = nest(ir, k + 1, it if acc is not None else None)
+                return res if acc is not None else []
 
             return ir.for_(0, sizes[d], 1, body, list(acc) if acc is not None else ())
 

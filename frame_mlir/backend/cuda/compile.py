@@ -162,7 +162,6 @@ def compile_cuda(module: ModuleOp, lr: float | None, *,
         return module
     sigs = signatures(module)
     ctx = make_context()
-    ctx.load_dialect(gpu.GPU)
     run_passes(ctx, module, gpu_stage_passes(), after_pass)
     if stop_after == "gpu":
         return module

@@ -68,7 +68,6 @@ def lower_device(device: ModuleOp, *, verify_each: bool = True) -> None:
     from frame_mlir.passes.pipeline import make_context, run_passes
 
     ctx = make_context()
-    ctx.load_dialect(gpu.GPU)
     run_passes(ctx, device, [ConvertGpuToNvvm()])
     lower_loops_to_llvm(ctx, device, verify_each=verify_each)
 

@@ -107,11 +107,11 @@ class EmulatorBackend:
     def copy_to_device(self, dst: int, src: np.ndarray) -> None:
         src = np.ascontiguousarray(src)
         np.ctypeslib.as_array((np.ctypeslib.ctypes.c_uint8 * src.nbytes).from_address(dst))[
-            :] = src.view(np.uint8).reshape(-1)
+            :] = src.reshape(-1).view(np.uint8)
 
     def copy_from_device_into(self, dst: np.ndarray, src: int) -> None:
         raw = np.ctypeslib.as_array((np.ctypeslib.ctypes.c_uint8 * dst.nbytes).from_address(src))
-        dst.view(np.uint8).reshape(-1)[:] = raw
+        dst.reshape(-1).view(np.uint8)[:] = raw
 
     def launch(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                args: Sequence[int]) -> None:
@@ -216,6 +216,52 @@ class CudaSession:
             self.backend.copy_from_device_into(arr, self.base + off)
             out[name] = arr.copy()
         return out
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+class CudaExecutable:
+    """Any compiled module's host functions on a device, called like the CPU's
+    `runtime.executable.Executable`: `ex("f_grad", x, w, ...)` copies the inputs (data
+    and parameters, in argument order) into the device arena, launches `@f_grad`'s
+    kernels and returns its results (outputs, and arguments updated in place, in result
+    order) as new arrays. What gradient and parity checks of the CUDA path call."""
+
+    def __init__(self, program: CudaProgram, backend: Backend):
+        self.program = program
+        self.backend = backend
+        self.base = backend.alloc(program.arena_size)
+
+    def __call__(self, name: str, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
+        fn = self.program.functions[name]
+        sig = fn.signature
+        ins = sig.of_kind("input", "param")
+        if len(inputs) != len(ins):
+            raise ValueError(f"@{name} expects {len(ins)} inputs "
+                             f"({', '.join(a.name for a in ins)}), found {len(inputs)}")
+        it = iter(inputs)
+        reads: dict[int, tuple[int, np.ndarray]] = {}
+        for a, off in zip(sig.args, fn.argument_offsets, strict=True):
+            if a.kind == "arena":
+                continue
+            if a.kind == "output":
+                reads[a.result_index or 0] = (off, np.zeros(a.shape, a.dtype))
+                continue
+            given = np.asarray(next(it))
+            if given.shape != a.shape:
+                raise ValueError(f"@{name}: input '{a.name}' expected shape "
+                                 f"{list(a.shape)}, found {list(given.shape)}")
+            buf = np.ascontiguousarray(given, dtype=a.dtype)
+            self.backend.copy_to_device(self.base + off, buf)
+            if a.result_index is not None:
+                reads[a.result_index] = (off, np.empty(a.shape, a.dtype))
+        for ln in fn.launches:
+            self.backend.launch(ln.kernel, ln.grid, ln.block, [self.base + a for a in ln.args])
+        self.backend.synchronize()
+        for off, arr in reads.values():
+            self.backend.copy_from_device_into(arr, self.base + off)
+        return tuple(reads[i][1] for i in sorted(reads))
 
     def close(self) -> None:
         self.backend.close()
