@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--no-cache", action="store_true", help="do not use the compile cache")
     t.add_argument("--emit-stage", choices=ALL_STAGES,
                    help="print the training step's IR at this stage and stop")
+    t.add_argument("--target", choices=("cpu", "cuda"), default="cpu",
+                   help="with --emit-stage: the CPU's stages (default) or the cuda "
+                   "target's (gpu, gpu-llvm, nvvm, ptx); training runs on the CPU")
     t.add_argument("--print-ir-after-all", action="store_true",
                    help="print the IR after every pass to stderr")
 
@@ -140,6 +143,12 @@ def _train(args: argparse.Namespace) -> int:
         check_lock(module, args.check_lock)
     if args.emit_stage:
         return _emit(module, args)
+    if args.target != "cpu":
+        from frame_mlir.tools.cuda_run import TargetError
+
+        raise TargetError(f"TGT-003 at --target: training a .kyn program runs on the CPU "
+                          f"only; found --target {args.target} without --emit-stage "
+                          "(--emit-stage=ptx prints its CUDA kernels)")
     hook = print_ir_after_all_hook(sys.stderr) if args.print_ir_after_all else None
     run_module(module, args.out_dir, seed=args.seed, quiet=args.quiet,
                cache=False if args.no_cache else None, after_pass=hook)
@@ -156,7 +165,7 @@ def _emit(module: Any, args: argparse.Namespace) -> int:
     _, opt = optimizer_runtime(module, 1)
     fns = step_functions(module, [module.train.batch], module.train.batch, opt)
     emit_module_stage(fns.module(), None, args.emit_stage, sys.stdout,
-                      print_ir_after_all=args.print_ir_after_all)
+                      print_ir_after_all=args.print_ir_after_all, target=args.target)
     return 0
 
 

@@ -5,9 +5,12 @@ are constants, `memref.view`s of their `{frame.arena}` argument and
 `gpu.launch_func`s (frame-gpu-map).
 
 Does: lays out one device arena for the whole module, shared by its host functions:
-every data input (by position), parameter (by name) and output (by function and
-result number) gets
-its own 256-byte aligned slot, then one slot for the largest step arena. Each host
+every data input (by name), parameter (by name) and output (by function and result
+number) gets
+its own 256-byte aligned slot, then one slot for the largest step arena. Data inputs
+share a slot across functions by name (the model, train-step and predict functions of
+a spec read the same batch); one whose name has another size elsewhere (a program's
+evaluation batch) gets a slot of its own. Each host
 function then takes that arena alone (`%device: memref<Nxi8> {frame.gpu.device_arena}`);
 its former arguments become views of it at their slots (marked
 `frame.gpu.argument = <position>`), and its intermediates views at the step arena's
@@ -76,7 +79,8 @@ def _key(fn: func.FuncOp, index: int, positions: dict[str, int]) -> str:
         return f"output:{fn.sym_name.data}:{r.value.data}"
     pos = positions.setdefault(fn.sym_name.data, 0)
     positions[fn.sym_name.data] = pos + 1
-    return f"input:{pos}"
+    name = fn.body.block.args[index].name_hint
+    return f"input:{name}" if name else f"input:#{pos}"
 
 
 @dataclass(frozen=True)
@@ -103,8 +107,12 @@ class FrameGpuHost(ModulePass):
                     raise fail(self.name, fn, f"argument #{i} is {arg.type}, expected a "
                                "memref", fn.sym_name.data)
                 k = _key(fn, i, positions)
-                ks.append(k)
                 n = _nbytes(arg.type)
+                if k.startswith("input:") and sizes.setdefault(k, n) != n:
+                    # an input of this name but another size elsewhere (a program's
+                    # train and eval batches): a slot of this function's own
+                    k = f"input:{fn.sym_name.data}:{i}"
+                ks.append(k)
                 if k == "arena":
                     arena = max(arena, n)
                 elif sizes.setdefault(k, n) != n:

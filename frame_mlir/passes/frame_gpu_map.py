@@ -25,10 +25,11 @@ every call of it a `gpu.launch_func` with a constant grid and block. Three forms
 * **tiled** (contractions in GEMM form, `frame_gemm.analyze`: matmuls in every layout
   and convolutions, which read a zero-padded input through linear maps): a block of
   16 x 16 threads computes a 64 x 64 tile of C, each thread 4 x 4 elements (rows
-  `ty + 16 i`, columns `tx + 16 j`: a warp stores runs of 16 consecutive columns).
-  The K dims advance 16 at a time: the block stages A's 64 x 16 and B's 16 x 64 slices
-  in shared memory (each thread loads 4 of each, zero outside the matrix), waits at a
-  barrier, and accumulates from shared memory. Each element is summed in K order
+  `ty + 16 i`, columns `tx + 16 j`: a warp stores runs of 16 consecutive columns) --
+  or a 32 x 32 tile, 2 x 2 each, when 64 x 64 tiles would be too few blocks to fill
+  a GPU (`tile_size`). The K dims advance 16 at a time: the block stages A's 64 x 16
+  and B's 16 x 64 slices in shared memory (each thread loads 4 of each, zero outside
+  the matrix), waits at a barrier, and accumulates from shared memory. Each element is summed in K order
   starting from its value in C, as the linalg op defines it.
 
 Why: the loop nest is what a GPU must parallelize, and only the compiler knows which
@@ -76,7 +77,11 @@ KERNEL_MODULE = "frame_kernels"
 THREADS = 256
 """Threads per block of the threads and tree forms."""
 TILE = 64
-"""Rows and columns of C per block of the tiled form (16 x 16 threads, 4 x 4 each)."""
+"""Rows and columns of C per block of the tiled form (16 x 16 threads, 4 x 4 each), or
+half that (2 x 2 each) for products with fewer than `MIN_BLOCKS` such tiles."""
+MIN_BLOCKS = 256
+"""Blocks a tiled launch should have at least: two per multiprocessor of the largest
+GPUs (132 on an H100) keeps every one busy."""
 TILE_K = 16
 """K elements staged in shared memory per step of the tiled form."""
 SHARED_SPACE = 3
@@ -440,9 +445,18 @@ def _tree(ir: _Ir, op: linalg.GenericOp, smem: Callable[[int], SSAValue]) -> Lau
     return Launch(_grid_1d(outputs, 1), (THREADS, 1, 1))
 
 
+def tile_size(g: Contraction) -> int:
+    """Rows and columns of C per block: 64 (4 x 4 per thread) when that still gives
+    `MIN_BLOCKS` blocks, else 32 (2 x 2 per thread): a 256 x 1024 product has 64 tiles of
+    64 x 64, too few to occupy a GPU of 100+ multiprocessors, and 256 of 32 x 32."""
+    tiles = -(-g.m // TILE) * -(-g.n // TILE) * max(1, prod(g.sizes[d] for d in g.outer))
+    return TILE if tiles >= MIN_BLOCKS else TILE // 2
+
+
 def _tiled(ir: _Ir, g: Contraction, smem: Callable[[int], SSAValue]) -> Launch:
-    per = TILE // 16  # elements per thread and axis
-    a_buf, b_buf = smem(TILE * TILE_K), smem(TILE_K * TILE)
+    tile = tile_size(g)
+    per = tile // 16  # elements per thread and axis
+    a_buf, b_buf = smem(tile * TILE_K), smem(TILE_K * tile)
     rows = [g.sizes[d] for d in g.rows]
     cols = [g.sizes[d] for d in g.cols]
     red = [g.sizes[d] for d in g.red]
@@ -450,8 +464,8 @@ def _tiled(ir: _Ir, g: Contraction, smem: Callable[[int], SSAValue]) -> Launch:
     m, n, k = g.m, g.n, g.k
     tx, ty = ir.thread("x"), ir.thread("y")
     tid = ir.add(ir.mul(ty, 16), tx)
-    m0 = ir.mul(ir.block("y"), TILE)
-    n0 = ir.mul(ir.block("x"), TILE)
+    m0 = ir.mul(ir.block("y"), tile)
+    n0 = ir.mul(ir.block("x"), tile)
 
     def offset(opnd: object, group: Sequence[int], values: Sequence[SSAValue],
                at: _Ir | None = None) -> SSAValue:
@@ -476,8 +490,8 @@ def _tiled(ir: _Ir, g: Contraction, smem: Callable[[int], SSAValue]) -> Launch:
 
     # What each thread loads: A element e = tid + 256 r is (row e // TILE_K, k e % TILE_K)
     # of the tile (consecutive threads read consecutive k); B element e is
-    # (k e // TILE, column e % TILE). Their row / column offsets do not change with k.
-    loads = TILE * TILE_K // THREADS
+    # (k e // tile, column e % tile). Their row / column offsets do not change with k.
+    loads = tile * TILE_K // THREADS
     a_rows, b_cols = [], []
     for r in range(loads):
         e = ir.add(tid, THREADS * r)
@@ -486,9 +500,9 @@ def _tiled(ir: _Ir, g: Contraction, smem: Callable[[int], SSAValue]) -> Launch:
         kk = ir.rem(e, TILE_K)
         a_rows.append((row, kk, ir.lt(mm, m),
                        offset(g.a, g.rows, ir.split(ir.ins(arith.MinUIOp(mm, ir.c(m - 1))).results[0], rows))))
-        col = ir.rem(e, TILE)
+        col = ir.rem(e, tile)
         nn = ir.add(n0, col)
-        kb = ir.div(e, TILE)
+        kb = ir.div(e, tile)
         b_cols.append((col, kb, ir.lt(nn, n),
                        offset(g.b, g.cols, ir.split(ir.ins(arith.MinUIOp(nn, ir.c(n - 1))).results[0], cols))))
     # Each thread's C elements: rows ty + 16 i, columns tx + 16 j.
@@ -520,18 +534,18 @@ def _tiled(ir: _Ir, g: Contraction, smem: Callable[[int], SSAValue]) -> Launch:
             addr = ir.add(a_base, ir.add(row_off, offset(g.a, g.red, ir.split(kc, red), ir)))
             v = guarded_load(ir, ir.and_(ok, kg_ok), a_flat, addr)
             # A staged k-major: As[kk][row] (a row of the tile per k is contiguous)
-            ir.store(v, a_buf, [ir.add(ir.mul(kk, TILE), row)])
+            ir.store(v, a_buf, [ir.add(ir.mul(kk, tile), row)])
             col, kb, ok_b, col_off = b_cols[r]
             kg = ir.add(k0, kb)
             kg_ok = ir.lt(kg, k)
             kc = ir.ins(arith.MinUIOp(kg, ir.c(k - 1))).results[0]
             addr = ir.add(b_base, ir.add(col_off, offset(g.b, g.red, ir.split(kc, red), ir)))
             v = guarded_load(ir, ir.and_(ok_b, kg_ok), b_flat, addr)
-            ir.store(v, b_buf, [ir.add(ir.mul(kb, TILE), col)])
+            ir.store(v, b_buf, [ir.add(ir.mul(kb, tile), col)])
         ir.barrier()
 
         def kk_step(ir: _Ir, kk: SSAValue, acc: Sequence[SSAValue]) -> list[SSAValue]:
-            a_row = ir.mul(kk, TILE)
+            a_row = ir.mul(kk, tile)
             av = [ir.load(a_buf, [ir.add(a_row, ir.add(ty, 16 * i))]) for i in range(per)]
             bv = [ir.load(b_buf, [ir.add(a_row, ir.add(tx, 16 * j))]) for j in range(per)]
             return [ir.ins(math.FmaOp(av[i], bv[j], acc[i * per + j])).results[0]
@@ -547,7 +561,7 @@ def _tiled(ir: _Ir, g: Contraction, smem: Callable[[int], SSAValue]) -> Launch:
             def st(ir: _Ir, i: int = i, j: int = j) -> None:
                 ir.store(acc[i * per + j], c_flat, [c_addr[i][j]])
             ir.if_(c_ok[i][j], st)
-    tiles = (-(-n // TILE), -(-m // TILE), max(1, prod(outer)))
+    tiles = (-(-n // tile), -(-m // tile), max(1, prod(outer)))
     if tiles[1] > GRID_AXIS_MAX[1] or tiles[2] > GRID_AXIS_MAX[2]:
         raise ValueError(f"a {m} x {n} x {k} contraction (batch {prod(outer)}) needs a grid "
                          f"of {tiles}, beyond (2^31-1, 65535, 65535)")

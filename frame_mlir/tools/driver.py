@@ -85,11 +85,12 @@ def emit_module_stage(module: ModuleOp, lr: float | None, stage: str, out: TextI
     gradient functions stay). `target` "cuda" (or "cuda-emulator") compiles for the GPU:
     the stages after bufferized are then the CUDA ones."""
     from frame_mlir.passes.pipeline import run_pipeline
+    from frame_mlir.tools.cuda_run import check_stage
 
+    check_stage(target, stage)  # TGT-001: a stage of the other target
     if target != "cpu":
-        from frame_mlir.tools.cuda_run import check_stage, emit_cuda_stage
+        from frame_mlir.tools.cuda_run import emit_cuda_stage
 
-        check_stage(target, stage)
         emit_cuda_stage(module, lr, stage, out, print_ir_after_all=print_ir_after_all,
                         options=options)
         return

@@ -38,8 +38,8 @@ builtin.module {
 }
 
 // The host function launches each kernel with a constant grid and block: 300 threads
-// in blocks of 256 -> 2 blocks; 128 x 96 in 64 x 64 tiles -> (2, 2) blocks of 16 x 16;
-// one block of 256 for the sum.
+// in blocks of 256 -> 2 blocks; 128 x 96 in 32 x 32 tiles (64 x 64 ones would be only 4
+// blocks) -> (3, 4) blocks of 16 x 16; one block of 256 for the sum.
 // CHECK:      builtin.module attributes {gpu.container_module} {
 // CHECK:        func.func @step(
 // CHECK:          %[[G0:.*]] = arith.constant 2 : index
@@ -47,8 +47,8 @@ builtin.module {
 // CHECK-NEXT:     %[[G2:.*]] = arith.constant 1 : index
 // CHECK-NEXT:     %[[B0:.*]] = arith.constant 256 : index
 // CHECK:          "gpu.launch_func"(%[[G0]], %[[G1]], %[[G2]], %[[B0]], {{.*}}) <{kernel = @frame_kernels::@step__k0_add, {{.*}}}> {frame.layer = "add"}
-// CHECK:          arith.constant 2 : index
-// CHECK-NEXT:     arith.constant 2 : index
+// CHECK:          arith.constant 3 : index
+// CHECK-NEXT:     arith.constant 4 : index
 // CHECK-NEXT:     arith.constant 1 : index
 // CHECK-NEXT:     arith.constant 16 : index
 // CHECK-NEXT:     arith.constant 16 : index
@@ -57,11 +57,11 @@ builtin.module {
 
 // The kernels live in the gpu.module. The add: global id = block * 256 + thread,
 // guarded by < 300 (the last block is partial).
-// The matmul's tiles of A (64 x 16) and B (16 x 64) and the sum's partial sums live in
+// The matmul's tiles of A (32 x 16) and B (16 x 32) and the sum's partial sums live in
 // shared memory (address space 3).
 // CHECK:        "gpu.module"() <{sym_name = "frame_kernels"}> ({
-// CHECK-NEXT:     "memref.global"() <{sym_name = "step__k1_matmul_smem_0", type = memref<1024xf32, 3 : i64>, initial_value, sym_visibility = "private", alignment = 16 : i64}>
-// CHECK-NEXT:     "memref.global"() <{sym_name = "step__k1_matmul_smem_1", type = memref<1024xf32, 3 : i64>, initial_value, sym_visibility = "private", alignment = 16 : i64}>
+// CHECK-NEXT:     "memref.global"() <{sym_name = "step__k1_matmul_smem_0", type = memref<512xf32, 3 : i64>, initial_value, sym_visibility = "private", alignment = 16 : i64}>
+// CHECK-NEXT:     "memref.global"() <{sym_name = "step__k1_matmul_smem_1", type = memref<512xf32, 3 : i64>, initial_value, sym_visibility = "private", alignment = 16 : i64}>
 // CHECK-NEXT:     "memref.global"() <{sym_name = "step__k2_sum_smem_0", type = memref<256xf32, 3 : i64>, initial_value, sym_visibility = "private", alignment = 16 : i64}>
 // CHECK:          "gpu.func"() <{function_type = (memref<300xf32>, memref<300xf32>, memref<300xf32>) -> (), kernel}> ({
 // CHECK:            %[[BID:.*]] = "gpu.block_id"() <{dimension = #gpu<dim x>}>
@@ -77,15 +77,15 @@ builtin.module {
 // CHECK-NEXT:         %[[S:.*]] = arith.addf %[[X]], %[[Y]] : f32
 // CHECK-NEXT:         memref.store %[[S]], %{{.*}}[%[[GID]]]
 // CHECK:          }) {sym_name = "step__k0_add", gpu.known_block_size = array<i32: 256, 1, 1>, frame.gpu.grid = array<i64: 2, 1, 1>, frame.gpu.form = "threads"}
-// The matmul: 16 accumulators per thread carried through the K loop (step 16), two
-// barriers per step (tiles loaded; tiles consumed).
+// The matmul: 4 accumulators per thread (2 x 2) carried through the K loop (step 16),
+// two barriers per step (tiles loaded; tiles consumed).
 // CHECK:          "gpu.func"() <{function_type = (memref<128x64xf32>, memref<64x96xf32>, memref<128x96xf32>) -> (), kernel}> ({
-// CHECK:            memref.get_global @step__k1_matmul_smem_0 : memref<1024xf32, 3 : i64>
-// CHECK:            scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK:            memref.get_global @step__k1_matmul_smem_0 : memref<512xf32, 3 : i64>
+// CHECK:            scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
 // CHECK:              "gpu.barrier"() : () -> ()
 // CHECK:              math.fma
 // CHECK:              "gpu.barrier"() : () -> ()
-// CHECK:          }) {sym_name = "step__k1_matmul", gpu.known_block_size = array<i32: 16, 16, 1>, frame.gpu.grid = array<i64: 2, 2, 1>, frame.gpu.form = "tiled"}
+// CHECK:          }) {sym_name = "step__k1_matmul", gpu.known_block_size = array<i32: 16, 16, 1>, frame.gpu.grid = array<i64: 3, 4, 1>, frame.gpu.form = "tiled"}
 // The sum: strided partial sums, then 8 halving steps (128, 64, ..., 1), each a barrier.
 // CHECK:          "gpu.func"() <{function_type = (memref<4096xf32>, memref<f32>) -> (), kernel}> ({
 // CHECK-COUNT-9:    "gpu.barrier"() : () -> ()

@@ -94,6 +94,23 @@ def test_every_testdata_network_assembles(path: Path) -> None:
         assert "ld.shared" in text and "bar.sync" in text
 
 
+KYN = sorted((ROOT / "testdata" / "kyn").glob("*.kyn"))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("path", KYN, ids=[p.stem for p in KYN])
+def test_every_kyn_example_assembles(path: Path) -> None:
+    """`frame-kyn train --target cuda --emit-stage=ptx`: the training step, evaluation
+    and optimizer functions (whose batches differ: inputs of one name but another size
+    get slots of their own) as one PTX module."""
+    r = subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", "train", str(path),
+                        "--target", "cuda", "--emit-stage=ptx"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    report = ptxas(r.stdout, "sm_90")
+    assert len(report) == r.stdout.count(".visible .entry") > 0
+
+
 # --- the Python API's conv / pool models: PTX, and the emulator against torch ---------
 
 
@@ -106,6 +123,17 @@ def _api_graph(kind: str) -> tuple[object, list[np.ndarray], object]:
     f32 = frame.DType.float32
     rng = np.random.default_rng(5)
     g = frame.Graph(kind)
+    if kind == "matmul":  # 1024 x 1024 outputs: the 64 x 64 tiles (256 blocks)
+        x = g.add_graph_input([1024, 32], f32)
+        w = g.add_graph_input([32, 1024], f32)
+        g.mark_output(frame.sum(g, frame.square(g, frame.matmul(g, x, w)), []))
+        back = frame.build_backward_graph(g, 0, [0, 1])
+        arrays = [rng.standard_normal((1024, 32)).astype(np.float32) * 0.1,
+                  rng.standard_normal((32, 1024)).astype(np.float32) * 0.1]
+        tx = [torch.from_numpy(a).double().requires_grad_() for a in arrays]
+        loss = ((tx[0] @ tx[1]) ** 2).sum()
+        loss.backward()
+        return back, arrays, [loss.detach().numpy(), *(t.grad.numpy() for t in tx)]
     if kind == "conv":
         m = frame.nn.Conv2d("conv", 6, 6, [3, 2], [2, 1], [1, 2], 2, True, f32)
         xs = [2, 6, 7, 6]
@@ -142,7 +170,7 @@ def _module_of(graph: object) -> object:
     return Parser(make_context(), graph.to_mlir()).parse_module()  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("kind", ["conv", "maxpool", "avgpool"])
+@pytest.mark.parametrize("kind", ["conv", "maxpool", "avgpool", "matmul"])
 def test_api_conv_and_pool_models_on_the_emulator_match_torch(kind: str) -> None:
     from frame_mlir.backend.cuda.runtime import CudaExecutable, EmulatorBackend
 
@@ -151,6 +179,11 @@ def test_api_conv_and_pool_models_on_the_emulator_match_torch(kind: str) -> None
     assert isinstance(program, CudaProgram)
     if ptxas_path() is not None:
         _assemble_all(program)
+    if kind == "matmul":
+        from frame_mlir.passes.frame_gpu_map import TILE
+
+        assert any(ln.grid == (1024 // TILE, 1024 // TILE, 1) and ln.block == (16, 16, 1)
+                   for f in program.functions.values() for ln in f.launches)
     (name,) = [n for n in program.functions]
     ex = CudaExecutable(program, EmulatorBackend(program))
     outs = ex(name, *arrays)
@@ -262,6 +295,10 @@ def test_cli_target_errors_are_clear() -> None:
     spec = str(ROOT / "testdata" / "tiny_mlp.json")
     r = _frame_run(spec, "--emit-stage=ptx")
     assert r.returncode == 1 and "TGT-001 at --emit-stage" in r.stderr
+    kyn = subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", "train",
+                          str(KYN[0]), "--emit-stage=nvvm"], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300)
+    assert kyn.returncode == 1 and "add --target cuda" in kyn.stderr and not kyn.stdout
     assert "add --target cuda" in r.stderr
     r = _frame_run(spec, "--target", "cuda", "--emit-stage=llvm")
     assert r.returncode == 1 and "expected a stage of the cuda target" in r.stderr

@@ -234,6 +234,10 @@ class _Driver:
     def total_memory(self, dev: Any) -> int:
         return int(self.call("cuDeviceTotalMem", dev)[0])
 
+    def attribute(self, dev: Any, name: str) -> int:
+        attr = getattr(self._m.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
+        return int(self.call("cuDeviceGetAttribute", attr, dev)[0])
+
     # -- contexts ----------------------------------------------------------------------
 
     def retain_primary_context(self, dev: Any) -> Any:
@@ -412,6 +416,16 @@ class CudaDevice:
         """The PTX/SASS target of this device, e.g. ``"sm_90"``."""
         major, minor = self.compute_capability
         return f"sm_{major}{minor}"
+
+    def attribute(self, name: str) -> int:
+        """A device attribute by its CUDA name without the prefix, e.g.
+        ``"MULTIPROCESSOR_COUNT"`` or ``"CLOCK_RATE"`` (kHz)."""
+        try:
+            return self._drv.attribute(self._dev, name)
+        except AttributeError:
+            raise ValueError(f"unknown CUDA device attribute {name!r}") from None
+        except _DriverCallFailed as failed:
+            raise self._error(failed, f"reading attribute {name}") from None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
