@@ -136,13 +136,13 @@ def matmul_flops(path: Path) -> int:
 
 
 def lenet_frame(target: str, steps: int, repeats: int) -> tuple[float, float]:
+    from networks import lenet
     from xdsl.dialects import builtin
 
     from frame_mlir.backend.cuda.compile import compile_cuda
     from frame_mlir.backend.cuda.runtime import CudaExecutable
     from frame_mlir.frontend.network.lower import build_function
     from frame_mlir.tools.driver import load_model
-    from networks import lenet
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "lenet.json"
@@ -173,7 +173,6 @@ def lenet_frame(target: str, steps: int, repeats: int) -> tuple[float, float]:
 
 def lenet_torch(steps: int, repeats: int) -> float:
     import torch
-
     from bench_network import torch_model
 
     model = torch_model("lenet", torch).cuda()
