@@ -14,8 +14,6 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-import numpy as np
-
 from frame_mlir.passes.stages import CUDA_STAGES, SHARED_STAGES, STAGE_NAMES
 
 if TYPE_CHECKING:
@@ -74,6 +72,7 @@ def run_cuda_training(spec: ModelSpec, out: TextIO, *, target: str,
         WEIGHT_SUFFIXES,
         RunFiles,
         check_output_path,
+        finish_losses,
         format_loss,
         format_predictions,
         initial_values,
@@ -105,14 +104,7 @@ def run_cuda_training(spec: ModelSpec, out: TextIO, *, target: str,
         losses = session.run(steps)
         for i in logged_steps(steps, spec.training.log_every):
             out.write(f"step {i} loss {format_loss(float(losses[i]))}\n")
-        out.write(f"final_loss {format_loss(float(losses[-1]))}\n")
-        bad = np.flatnonzero(~np.isfinite(losses))
-        if bad.size:
-            step = int(bad[0])
-            sys.stderr.write(
-                f"{tool}: warning: training diverged: the loss first became "
-                f"{format_loss(float(losses[step]))} at step {step} "
-                f"(learning_rate {spec.optimizer.learning_rate:g} may be too large)\n")
+        finish_losses(out, losses, spec, tool)
         if print_predictions:
             out.write(format_predictions(spec, session.predict()))
         if files.save_weights is not None:

@@ -597,17 +597,7 @@ def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = Fal
 
         losses = _run_steps(session, steps, logged, emit, bar)
     train_seconds = time.perf_counter() - t_train
-    final = float(losses[-1])
-    out.write(f"final_loss {format_loss(final)}\n")
-    bad = np.flatnonzero(~np.isfinite(losses))
-    if bad.size:
-        # Not an input error (the run did what the spec says), but nan lines alone
-        # leave the user guessing where it went wrong.
-        step = int(bad[0])
-        sys.stderr.write(
-            f"{tool}: warning: training diverged: the loss first became "
-            f"{format_loss(float(losses[step]))} at step {step} "
-            f"(learning_rate {spec.optimizer.learning_rate:g} may be too large)\n")
+    finish_losses(out, losses, spec, tool)
     if print_predictions:
         out.write(format_predictions(spec, session.predict()))
     if files.save_weights is not None:
@@ -622,6 +612,20 @@ def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = Fal
                                       train_seconds, time.perf_counter() - t_start,
                                       cached=compiled.from_cache))
     return 0
+
+
+def finish_losses(out: TextIO, losses: np.ndarray, spec: ModelSpec, tool: str) -> None:
+    """`final_loss V`, and on stderr a warning naming the first step whose loss was not
+    finite: not an input error (the run did what the spec says), but nan lines alone
+    leave the user guessing where it went wrong."""
+    out.write(f"final_loss {format_loss(float(losses[-1]))}\n")
+    bad = np.flatnonzero(~np.isfinite(losses))
+    if bad.size:
+        step = int(bad[0])
+        sys.stderr.write(
+            f"{tool}: warning: training diverged: the loss first became "
+            f"{format_loss(float(losses[step]))} at step {step} "
+            f"(learning_rate {spec.optimizer.learning_rate:g} may be too large)\n")
 
 
 #: The wall time one native call of the train loop aims at while a bar is drawn: the bar

@@ -202,20 +202,24 @@ def _cpu_losses(spec: object, steps: int) -> np.ndarray:
     return Session(CompiledSpec(spec)).run(steps)  # type: ignore[arg-type]
 
 
-def _emulated_losses(program: CudaProgram, spec: object, steps: int
-                     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    from frame_mlir.backend.cuda.runtime import CudaSession, EmulatorBackend
+def _device_losses(program: CudaProgram, spec: object, steps: int, *, gpu: bool = False
+                   ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """`steps` train steps of `spec` on the emulator (or the GPU): losses, parameters."""
+    from frame_mlir.backend.cuda.runtime import CudaBackend, CudaSession, EmulatorBackend
     from frame_mlir.frontend.lower_spec import lower_spec
     from frame_mlir.runtime.random import generate_initial_values
 
     lowered = lower_spec(spec)  # type: ignore[arg-type]
     values = generate_initial_values(spec)  # type: ignore[arg-type]
-    session = CudaSession(program, EmulatorBackend(program), model=lowered.function,
+    backend = CudaBackend(program) if gpu else EmulatorBackend(program)
+    session = CudaSession(program, backend, model=lowered.function,
                           predict_function=lowered.predict_function,
                           data=[*values.inputs.values(), values.target],
                           params=dict(values.params))
-    losses = session.run(steps)
-    return losses, session.params()
+    try:
+        return session.run(steps), session.params()
+    finally:
+        session.close()
 
 
 def test_tiny_mlp_trajectory_on_the_emulator_is_the_cpu_trajectory() -> None:
@@ -223,7 +227,7 @@ def test_tiny_mlp_trajectory_on_the_emulator_is_the_cpu_trajectory() -> None:
     trees), so the losses agree bit for bit."""
     program, spec = _spec_program(ROOT / "testdata" / "tiny_mlp.json")
     steps = spec.training.steps  # type: ignore[attr-defined]
-    losses, _ = _emulated_losses(program, spec, steps)
+    losses, _ = _device_losses(program, spec, steps)
     np.testing.assert_array_equal(losses, _cpu_losses(spec, steps))
 
 
@@ -234,7 +238,7 @@ def test_mnist_mlp_trajectory_on_the_emulator_matches_the_cpu() -> None:
     program, spec = _spec_program(ROOT / "testdata" / "mnist_mlp.json")
     assert any("matmul" in k for k in program.kernels)
     steps = 20
-    losses, params = _emulated_losses(program, spec, steps)
+    losses, params = _device_losses(program, spec, steps)
     ref = _cpu_losses(spec, steps)
     bound = 1e-5 + 2 * np.sqrt(784) * 5e-7
     np.testing.assert_allclose(losses, ref, rtol=bound)
@@ -344,32 +348,15 @@ gpu = pytest.mark.skipif(_gpu_reason() is not None,
                          reason=f"no CUDA device: {_gpu_reason()}")
 
 
-def _gpu_losses(program: CudaProgram, spec: object, steps: int) -> np.ndarray:
-    from frame_mlir.backend.cuda.runtime import CudaBackend, CudaSession
-    from frame_mlir.frontend.lower_spec import lower_spec
-    from frame_mlir.runtime.random import generate_initial_values
-
-    lowered = lower_spec(spec)  # type: ignore[arg-type]
-    values = generate_initial_values(spec)  # type: ignore[arg-type]
-    session = CudaSession(program, CudaBackend(program), model=lowered.function,
-                          predict_function=lowered.predict_function,
-                          data=[*values.inputs.values(), values.target],
-                          params=dict(values.params))
-    try:
-        return session.run(steps)
-    finally:
-        session.close()
-
-
 @gpu
 @pytest.mark.parametrize("name", ["tiny_mlp", "mnist_mlp"])
 def test_gpu_trajectory_matches_the_cpu(name: str) -> None:
     program, spec = _spec_program(ROOT / "testdata" / f"{name}.json")
     steps = spec.training.steps  # type: ignore[attr-defined]
-    losses = _gpu_losses(program, spec, steps)
+    losses, _ = _device_losses(program, spec, steps, gpu=True)
     np.testing.assert_allclose(losses, _cpu_losses(spec, steps), rtol=1e-5)
     # deterministic: a second run gives the same bits
-    np.testing.assert_array_equal(losses, _gpu_losses(program, spec, steps))
+    np.testing.assert_array_equal(losses, _device_losses(program, spec, steps, gpu=True)[0])
 
 
 @gpu
