@@ -45,13 +45,15 @@ def check_stage(target: str, stage: str | None) -> None:
 
 def emit_cuda_stage(module: ModuleOp, lr: float | None, stage: str, out: TextIO, *,
                     print_ir_after_all: bool = False,
-                    options: CompileOptions | None = None) -> None:
-    """Compile a frontend's `module` for CUDA up to `stage` and print it."""
+                    options: CompileOptions | None = None, arch: str = "sm_80") -> None:
+    """Compile a frontend's `module` for CUDA up to `stage` and print it (`ptx`: for
+    `arch`)."""
     from frame_mlir.backend.cuda.compile import compile_cuda
     from frame_mlir.tools.driver import ir_text, print_ir_after_all_hook
 
     hook = print_ir_after_all_hook(sys.stderr) if print_ir_after_all else None
-    result = compile_cuda(module, lr, options=options, after_pass=hook, stop_after=stage)
+    result = compile_cuda(module, lr, options=options, after_pass=hook, stop_after=stage,
+                          arch=arch)
     if isinstance(result, str):
         out.write(result if result.endswith("\n") else result + "\n")
     else:

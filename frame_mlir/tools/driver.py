@@ -67,23 +67,25 @@ def format_loss(value: float) -> str:
 
 def emit_stage(spec: ModelSpec, stage: str, out: TextIO, *,
                print_ir_after_all: bool = False, options: CompileOptions | None = None,
-               target: str = "cpu") -> None:
+               target: str = "cpu", arch: str = "sm_80") -> None:
     """Print the IR of `spec` at `stage` and stop (with `print_ir_after_all`, the IR
     after every pass up to there goes to stderr, as in a training run). `options`:
     the compile options (`--threads`), None for the defaults."""
     from frame_mlir.frontend.lower_spec import lower_spec
 
     emit_module_stage(lower_spec(spec).module, spec.optimizer.learning_rate, stage, out,
-                      print_ir_after_all=print_ir_after_all, options=options, target=target)
+                      print_ir_after_all=print_ir_after_all, options=options, target=target,
+                      arch=arch)
 
 
 def emit_module_stage(module: ModuleOp, lr: float | None, stage: str, out: TextIO, *,
                       print_ir_after_all: bool = False,
-                      options: CompileOptions | None = None, target: str = "cpu") -> None:
+                      options: CompileOptions | None = None, target: str = "cpu",
+                      arch: str = "sm_80") -> None:
     """Run the pipeline on a frontend's `module` up to `stage` and print it there (the
     LLVM stages print LLVM IR, the optimised IR or assembly). `lr` fuses SGD (None:
     gradient functions stay). `target` "cuda" (or "cuda-emulator") compiles for the GPU:
-    the stages after bufferized are then the CUDA ones."""
+    the stages after bufferized are then the CUDA ones (`ptx` for `arch`)."""
     from frame_mlir.passes.pipeline import run_pipeline
     from frame_mlir.tools.cuda_run import check_stage
 
@@ -92,7 +94,7 @@ def emit_module_stage(module: ModuleOp, lr: float | None, stage: str, out: TextI
         from frame_mlir.tools.cuda_run import emit_cuda_stage
 
         emit_cuda_stage(module, lr, stage, out, print_ir_after_all=print_ir_after_all,
-                        options=options)
+                        options=options, arch=arch)
         return
 
     hook = print_ir_after_all_hook(sys.stderr) if print_ir_after_all else None

@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "NVIDIA GPU (needs the driver and pip install 'frame-mlir[cuda]'); "
                    "cuda-emulator: the same kernels on a CPU emulator (slow; for "
                    "testing the CUDA path without a GPU)")
+    p.add_argument("--cuda-arch", choices=("sm_80", "sm_90"),
+                   help="the GPU architecture of --emit-stage=ptx (default sm_80; training "
+                   "compiles for the device's own)")
     p.add_argument("--print-ir-after-all", action="store_true",
                    help="print the IR after every pass to stderr")
     p.add_argument("--print-predictions", action="store_true",
@@ -100,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from frame_mlir.tools.cuda_run import check_stage
 
         check_stage(args.target, args.emit_stage)
+        if args.cuda_arch is not None and args.target == "cpu":
+            parser.error("--cuda-arch applies to --target cuda")
+        args.cuda_arch = args.cuda_arch or "sm_80"
         spec = load_model(args.spec, spec_overrides(args))
         if not isinstance(spec, ModelSpec):  # a JSON network
             v0_only = flags_given(args, ("steps", "log_every"))
@@ -114,7 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  "--emit-stage stops before one")
                 emit_network_stage(spec, args.emit_stage, sys.stdout,
                                    print_ir_after_all=args.print_ir_after_all,
-                                   options=compile_options(args.threads), target=args.target)
+                                   options=compile_options(args.threads), target=args.target,
+                                   arch=args.cuda_arch)
                 return 0
             if args.target != "cpu":
                 parser.error(f"--target {args.target}: training a JSON network runs on "
@@ -140,7 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "--emit-stage stops before one")
             emit_stage(spec, args.emit_stage, sys.stdout,
                        print_ir_after_all=args.print_ir_after_all,
-                       options=compile_options(args.threads), target=args.target)
+                       options=compile_options(args.threads), target=args.target,
+                       arch=args.cuda_arch)
             return 0
         if args.target != "cpu":
             from frame_mlir.tools.cuda_run import run_cuda_training

@@ -257,7 +257,8 @@ def _accuracy(net: Network, split: object, decls: list, pair: tuple[str, str]) -
 
 def emit_network_stage(spec: NetworkSpec, stage: str, out: TextIO, *,
                        print_ir_after_all: bool = False,
-                       options: CompileOptions | None = None, target: str = "cpu") -> None:
+                       options: CompileOptions | None = None, target: str = "cpu",
+                       arch: str = "sm_80") -> None:
     """`--emit-stage` for a network: its training function (and gradient), as for a v0
     spec (no SGD is fused: the solver's update is a function of its own); `target`
     "cuda" for the CUDA stages."""
@@ -268,4 +269,4 @@ def emit_network_stage(spec: NetworkSpec, stage: str, out: TextIO, *,
 
     module = builtin.ModuleOp([build_function(spec, "train").fn])
     emit_module_stage(module, None, stage, out, print_ir_after_all=print_ir_after_all,
-                      options=options, target=target)
+                      options=options, target=target, arch=arch)

@@ -333,6 +333,12 @@ def test_cli_emits_ptx_that_ptxas_assembles(tmp_path: Path) -> None:
     assert ".target sm_80" in r.stdout
     report = ptxas(r.stdout, "sm_80")
     assert len(report) == r.stdout.count(".visible .entry")
+    r90 = _frame_run(str(ROOT / "testdata" / "tiny_mlp.json"), "--target", "cuda",
+                     "--emit-stage=ptx", "--cuda-arch", "sm_90")
+    assert r90.returncode == 0 and ".target sm_90" in r90.stdout
+    assert len(ptxas(r90.stdout, "sm_90")) == len(report)
+    bad = _frame_run(str(ROOT / "testdata" / "tiny_mlp.json"), "--cuda-arch", "sm_90")
+    assert bad.returncode == 2 and "--cuda-arch applies to --target cuda" in bad.stderr
 
 
 # --- on a GPU -------------------------------------------------------------------------

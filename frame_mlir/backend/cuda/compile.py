@@ -135,13 +135,14 @@ def launch_plan(module: ModuleOp, sigs: dict[str, FunctionSignature]
 def compile_cuda(module: ModuleOp, lr: float | None, *,
                  options: CompileOptions | None = None,
                  after_pass: Callable[[ModulePass, ModuleOp], None] | None = None,
-                 stop_after: str | None = None) -> CudaProgram | ModuleOp | str:
+                 stop_after: str | None = None, arch: str = "sm_80"
+                 ) -> CudaProgram | ModuleOp | str:
     """Compile a frame-stage module for CUDA.
 
     Runs the CPU pipeline to `bufferized`, then the `gpu` stage, then the device side.
     With `stop_after` (a CPU stage up to `bufferized`, or one of `CUDA_STAGES`) returns
     that stage's module (`gpu-llvm`: the device module) or text (`nvvm`: LLVM IR;
-    `ptx`: PTX for sm_80) instead of the program.
+    `ptx`: PTX for `arch`) instead of the program.
     """
     from frame_mlir.backend.cuda.ptx import (
         device_module,
@@ -178,5 +179,5 @@ def compile_cuda(module: ModuleOp, lr: float | None, *,
         return nvvm
     program = CudaProgram(plan, arena, names, nvvm)
     if stop_after == "ptx":
-        return program.ptx("sm_80")
+        return program.ptx(arch)
     return program
