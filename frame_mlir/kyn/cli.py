@@ -66,9 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--no-cache", action="store_true", help="do not use the compile cache")
     t.add_argument("--emit-stage", choices=ALL_STAGES,
                    help="print the training step's IR at this stage and stop")
-    t.add_argument("--target", choices=("cpu", "cuda"), default="cpu",
-                   help="with --emit-stage: the CPU's stages (default) or the cuda "
-                   "target's (gpu, gpu-llvm, nvvm, ptx); training runs on the CPU")
+    t.add_argument("--target", choices=("cpu", "cuda", "cuda-emulator"), default="cpu",
+                   help="cpu (default): LLVM JIT; cuda: the step's kernels on an NVIDIA "
+                   "GPU (pip install 'frame-mlir[cuda]'); cuda-emulator: the same kernels "
+                   "on a CPU emulator (slow; for testing); with --emit-stage, cuda gives "
+                   "the gpu, gpu-llvm, nvvm and ptx stages")
     t.add_argument("--print-ir-after-all", action="store_true",
                    help="print the IR after every pass to stderr")
 
@@ -143,15 +145,13 @@ def _train(args: argparse.Namespace) -> int:
         check_lock(module, args.check_lock)
     if args.emit_stage:
         return _emit(module, args)
-    if args.target != "cpu":
-        from frame_mlir.tools.cuda_run import TargetError
+    if args.target == "cuda":
+        from frame_mlir.backend.cuda.driver import CudaDevice
 
-        raise TargetError(f"TGT-003 at --target: training a .kyn program runs on the CPU "
-                          f"only; found --target {args.target} without --emit-stage "
-                          "(--emit-stage=ptx prints its CUDA kernels)")
+        CudaDevice().close()  # no GPU (CUDA-001..003) costs no compile
     hook = print_ir_after_all_hook(sys.stderr) if args.print_ir_after_all else None
     run_module(module, args.out_dir, seed=args.seed, quiet=args.quiet,
-               cache=False if args.no_cache else None, after_pass=hook)
+               cache=False if args.no_cache else None, after_pass=hook, target=args.target)
     return 0
 
 

@@ -54,8 +54,10 @@ def load_data(module: KynModule) -> dict[str, Any]:
 def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None = None,
                stdout: TextIO | None = None, stderr: TextIO | None = None,
                options: Any = None, cache: Any = None, after_pass: Any = None,
-               quiet: bool = False, manifest_name: str = "run_manifest.json") -> RunResult:
-    """Train `module` natively and write its manifest (and export) under `out_dir`."""
+               quiet: bool = False, manifest_name: str = "run_manifest.json",
+               target: str = "cpu") -> RunResult:
+    """Train `module` natively and write its manifest (and export) under `out_dir`;
+    `target` "cuda" (or "cuda-emulator") runs the steps' kernels on the GPU."""
     from frame_mlir.kyn.export import export_model
     from frame_mlir.kyn.repro import (
         config_hash,
@@ -79,7 +81,7 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
     data = load_data(module)
     trainer = KynTrainer(module, len(data["x_train"]), len(data["x_test"]), seed=seed,
                          options=options, cache=ENV_CACHE if cache is None else cache,
-                         after_pass=after_pass)
+                         after_pass=after_pass, target=target)
     stack = contextlib.ExitStack()
     epochs = module.train.epochs
 

@@ -165,9 +165,10 @@ class KynTrainer:
 
     def __init__(self, module: KynModule, n_train: int, n_test: int, *,
                  seed: int | None = None, options: Any = None, cache: Any = ENV_CACHE,
-                 after_pass: Callable[..., None] | None = None):
+                 after_pass: Callable[..., None] | None = None, target: str = "cpu"):
         check_supported(module)
         self.module = module
+        self.target = target  # "cpu", or "cuda" / "cuda-emulator": the steps' kernels
         t = module.train
         self.seed = (t.seed if t.seed is not None else 0) if seed is None else seed
         self.batch = min(t.batch, n_train)
@@ -194,8 +195,14 @@ class KynTrainer:
         m = self.module
         sizes = [self.batch] + ([self.rem] if self.rem else [])
         fns = step_functions(m, sizes, max(self.n_test, 1), self.opt)
-        ex = compile_module(fns.module(), options=options, after_pass=after_pass,
-                            cache=cache)
+        if self.target == "cpu":
+            ex = compile_module(fns.module(), options=options, after_pass=after_pass,
+                                cache=cache)
+        else:  # the same functions as CUDA kernels, behind the Executable interface
+            from frame_mlir.backend.cuda.runtime import compile_module_cuda
+
+            ex = compile_module_cuda(fns.module(), target=self.target, options=options,
+                                     after_pass=after_pass)
         self._ex = ex  # the JIT module owns the code the bound functions call
         self.eval_built = fns.eval
         upd_name = fns.update.sym_name.data

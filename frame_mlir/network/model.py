@@ -135,11 +135,14 @@ class Network:
     order operators declare them, BatchNorm running statistics included."""
 
     def __init__(self, spec: NetworkSpec, *, seed: int = 0,
-                 options: CompileOptions | None = None, cache: Any = ENV_CACHE):
+                 options: CompileOptions | None = None, cache: Any = ENV_CACHE,
+                 target: str = "cpu"):
         from frame_mlir.frontend.network.lower import build_function, initial_values
 
         self.spec = spec
         self.options = options
+        #: "cpu", or "cuda" / "cuda-emulator": every compiled function as CUDA kernels
+        self.target = target
         #: the compile cache (a CompileCache, None for none; default: the environment's)
         self.cache = cache
         self._train_fn = build_function(spec, "train")  # also the shape check
@@ -244,6 +247,11 @@ class Network:
         from frame_mlir.runtime.executable import compile_module
 
         module = builtin.ModuleOp(list(fns))
+        if self.target != "cpu":  # the same functions as CUDA kernels (same interface)
+            from frame_mlir.backend.cuda.runtime import compile_module_cuda
+
+            return compile_module_cuda(module, target=self.target,  # type: ignore[return-value]
+                                       options=self.options, after_pass=self.after_pass)
         return compile_module(module, lr=None, options=self.options, after_pass=self.after_pass,
                               cache=self.cache)
 

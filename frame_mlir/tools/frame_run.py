@@ -123,17 +123,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    options=compile_options(args.threads), target=args.target,
                                    arch=args.cuda_arch)
                 return 0
-            if args.target != "cpu":
-                parser.error(f"--target {args.target}: training a JSON network runs on "
-                             "the CPU only (its --emit-stage=ptx works on any target)")
             if args.lr is not None:  # a network's rate: >= 0 (0 freezes the parameters)
                 try:
                     args.lr = nonneg_float(args.lr)
                 except argparse.ArgumentTypeError as e:
                     parser.error(f"argument --lr: {e}")
+            if args.target == "cuda":
+                from frame_mlir.backend.cuda.driver import CudaDevice
+
+                CudaDevice().close()  # no GPU (CUDA-001..003) costs no compile
             return run_network(spec, args, sys.stdout, options=compile_options(args.threads),
                                print_ir_after_all=args.print_ir_after_all,
-                               use_cache=not args.no_cache)
+                               use_cache=not args.no_cache, target=args.target)
         given = network_flags_given(args)
         if given:
             parser.error(_verb(given, "applies", "apply") + " to JSON network files only; "

@@ -135,8 +135,9 @@ def _accuracy_pair(spec: NetworkSpec) -> tuple[str, str] | None:
 
 def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
                 options: CompileOptions | None, print_ir_after_all: bool = False,
-                use_cache: bool = True) -> int:
-    """Train `spec` as the command line says; returns the exit status."""
+                use_cache: bool = True, target: str = "cpu") -> int:
+    """Train `spec` as the command line says; returns the exit status. `target` "cuda"
+    (or "cuda-emulator") runs every step's kernels on the GPU."""
     from frame_mlir.frontend.network.data import InputDecl, batches, load_source
     from frame_mlir.frontend.network.loader import OutputSpec
     from frame_mlir.network.model import SGD, Adam, Network
@@ -168,7 +169,7 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
         # the scores become one more output, so the test graph returns them
         spec = dataclasses.replace(spec, outputs=(
             *spec.outputs, OutputSpec(pair[0], pair[0], None)))
-    net: Network = Network(spec, seed=seed, options=options,
+    net: Network = Network(spec, seed=seed, options=options, target=target,
                            **({} if use_cache else {"cache": None}))
     if print_ir_after_all:
         from frame_mlir.tools.driver import print_ir_after_all_hook

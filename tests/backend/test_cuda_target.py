@@ -278,6 +278,56 @@ def test_lenet_step_on_the_emulator_matches_the_cpu() -> None:
                                    atol=bound * max(1e-30, float(np.abs(w).max())))
 
 
+# --- JSON networks and .kyn programs: their CPU trainers with the steps on the device ---
+
+
+def _same_run(device: str, cpu: str, *, rtol: float) -> None:
+    """Two runs' outputs: the same lines, numbers within `rtol` (accuracies within one
+    sample in a hundred)."""
+    a, b = device.splitlines(), cpu.splitlines()
+    assert len(a) == len(b) and a, (device, cpu)
+    for la, lb in zip(a, b, strict=True):
+        ta, tb = la.split(), lb.split()
+        assert len(ta) == len(tb), (la, lb)
+        for i, (x, y) in enumerate(zip(ta, tb, strict=True)):
+            try:
+                fx, fy = float(x), float(y)
+            except ValueError:
+                assert x == y, (la, lb)
+                continue
+            tol = 0.01 if i and ta[i - 1] == "accuracy" else rtol * max(abs(fy), 1e-30)
+            assert abs(fx - fy) <= tol, (la, lb)
+
+
+def test_network_training_on_the_emulator_matches_the_cpu() -> None:
+    """`frame-run NET --target cuda-emulator`: the network trainer (digits batches, Adam,
+    the held-out accuracy) with every compiled function's kernels on the device. Bound:
+    docs/numerics.md with L = 784 per printed loss."""
+    pytest.importorskip("sklearn")
+    args = (str(NETWORKS[-1]), "--data", "digits", "--epochs", "1", "--solver", "adam")
+    assert NETWORKS[-1].stem == "mnist_mlp"
+    emu = _frame_run(*args, "--target", "cuda-emulator")
+    cpu = _frame_run(*args)
+    assert emu.returncode == 0 and cpu.returncode == 0, emu.stderr + cpu.stderr
+    _same_run(emu.stdout, cpu.stdout, rtol=1e-5 + 2 * np.sqrt(784) * 5e-7)
+
+
+def test_kyn_training_on_the_emulator_matches_the_cpu(tmp_path: Path) -> None:
+    """`frame-kyn train --target cuda-emulator`: the .kyn trainer (epochs, schedule,
+    early stopping, metrics, export) with the step, update and evaluation kernels on the
+    device prints the CPU's lines."""
+    outs = []
+    for target in ("cuda-emulator", "cpu"):
+        r = subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", "train",
+                            str(ROOT / "testdata" / "kyn" / "iris.kyn"), "--target", target,
+                            "--out-dir", str(tmp_path / target)],
+                           capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout.replace(str(tmp_path / target), "OUT"))
+    assert sum(line.startswith("epoch") for line in outs[0].splitlines()) > 10
+    _same_run(*outs, rtol=1e-5)
+
+
 # --- the CLI --------------------------------------------------------------------------
 
 
@@ -306,10 +356,7 @@ def test_cli_target_errors_are_clear() -> None:
     assert "add --target cuda" in r.stderr
     r = _frame_run(spec, "--target", "cuda", "--emit-stage=llvm")
     assert r.returncode == 1 and "expected a stage of the cuda target" in r.stderr
-    r = _frame_run(str(NETWORKS[0]), "--target", "cuda")
-    assert r.returncode == 2 and "training a JSON network runs on the CPU only" in r.stderr
-    for stderr in (r.stderr,):
-        assert "Traceback" not in stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_cli_without_a_gpu_names_what_is_missing() -> None:
@@ -318,10 +365,16 @@ def test_cli_without_a_gpu_names_what_is_missing() -> None:
     reason = device_available()
     if reason is None:
         pytest.skip("a CUDA device is present")
-    r = _frame_run(str(ROOT / "testdata" / "tiny_mlp.json"), "--target", "cuda")
-    assert r.returncode == 1, r.stderr
-    assert r.stderr.startswith("frame-run: error: CUDA-00"), r.stderr
-    assert "Traceback" not in r.stderr and r.stdout == ""
+    for args in ([str(ROOT / "testdata" / "tiny_mlp.json")],
+                 [str(NETWORKS[-1]), "--data", "digits"]):
+        r = _frame_run(*args, "--target", "cuda")
+        assert r.returncode == 1, r.stderr
+        assert r.stderr.startswith("frame-run: error: CUDA-00"), r.stderr
+        assert "Traceback" not in r.stderr and r.stdout == ""
+    r = subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", "train", str(KYN[0]),
+                        "--target", "cuda"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=300)
+    assert r.returncode == 1 and r.stderr.startswith("frame-kyn: error: CUDA-00"), r.stderr
 
 
 @needs_ptxas
@@ -385,3 +438,21 @@ def test_gpu_lenet_step_matches_the_cpu() -> None:
         ex.close()
     for g, w in zip(got, cpu(name, *ins), strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * max(1e-30, float(np.abs(w).max())))
+
+
+@gpu
+def test_gpu_network_and_kyn_training_match_the_cpu(tmp_path: Path) -> None:
+    pytest.importorskip("sklearn")
+    args = (str(NETWORKS[-1]), "--data", "digits", "--epochs", "1", "--solver", "adam")
+    dev, cpu = _frame_run(*args, "--target", "cuda"), _frame_run(*args)
+    assert dev.returncode == 0 and cpu.returncode == 0, dev.stderr + cpu.stderr
+    _same_run(dev.stdout, cpu.stdout, rtol=1e-5)
+    outs = []
+    for target in ("cuda", "cpu"):
+        r = subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", "train",
+                            str(ROOT / "testdata" / "kyn" / "iris.kyn"), "--target", target,
+                            "--out-dir", str(tmp_path / target)],
+                           capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout.replace(str(tmp_path / target), "OUT"))
+    _same_run(*outs, rtol=1e-5)

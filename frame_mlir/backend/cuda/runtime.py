@@ -14,7 +14,7 @@ array once after the last step -- no synchronisation between steps.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -22,7 +22,10 @@ import numpy as np
 from frame_mlir.backend.cuda.compile import CudaProgram, HostFunction
 
 if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
     from frame_mlir.backend.cuda.driver import CudaDevice
+    from frame_mlir.compile_options import CompileOptions
 from frame_mlir.runtime.executable import aligned_empty
 
 
@@ -270,3 +273,73 @@ class CudaExecutable:
 
     def close(self) -> None:
         self.backend.close()
+
+
+def _host_view(address: int, nbytes: int) -> np.ndarray:
+    """The `nbytes` bytes of host memory at `address`, as a uint8 array (no copy)."""
+    import ctypes
+
+    return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
+
+
+class DeviceExecutable:
+    """A CudaProgram behind the CPU `Executable`'s interface -- `signatures` and
+    `function(name)`, a callable taking one host pointer per argument -- so the trainers
+    written for the CPU (JSON networks, `.kyn` programs) run their steps on the device
+    unchanged: `runtime.executable.BoundFunction` works on it as it is.
+
+    A call copies its input and parameter buffers to the device arena, launches the
+    function's kernels, and copies back its outputs and the arguments it updates in
+    place (parameters, optimizer state, running statistics). Unlike `CudaSession` (v0
+    specs: parameters stay on the device for the whole run), the host buffers stay the
+    truth between calls, which is what those trainers' host-side loops (data loading,
+    schedules, metrics) read and write."""
+
+    def __init__(self, program: CudaProgram, backend: Backend):
+        self.program = program
+        self.backend = backend
+        self.signatures = {n: f.signature for n, f in program.functions.items()}
+        self._ex = CudaExecutable(program, backend)
+
+    def function(self, name: str) -> Callable[..., None]:
+        fn = self.program.functions[name]
+        base = self._ex.base
+        backend = self.backend
+        copy_in = [(i, a.nbytes, base + off)
+                   for i, (a, off) in enumerate(zip(fn.signature.args, fn.argument_offsets,
+                                                    strict=True))
+                   if a.kind in ("input", "param")]
+        copy_out = [(i, a.nbytes, base + off)
+                    for i, (a, off) in enumerate(zip(fn.signature.args, fn.argument_offsets,
+                                                     strict=True))
+                    if a.kind == "output" or (a.kind in ("input", "param")
+                                              and a.result_index is not None)]
+
+        def call(*pointers: object) -> None:
+            addrs = [p.value if hasattr(p, "value") else int(p)  # type: ignore[attr-defined]
+                     for p in pointers]
+            for i, n, dev in copy_in:
+                backend.copy_to_device(dev, _host_view(addrs[i], n))
+            self._ex.launch(name)
+            backend.synchronize()
+            for i, n, dev in copy_out:
+                backend.copy_from_device_into(_host_view(addrs[i], n), dev)
+
+        return call
+
+    def close(self) -> None:
+        self._ex.close()
+
+
+def compile_module_cuda(module: ModuleOp, *, target: str, lr: float | None = None,
+                        options: CompileOptions | None = None,
+                        after_pass: Callable[..., None] | None = None) -> DeviceExecutable:
+    """`runtime.executable.compile_module` for the cuda target (`target` "cuda": the
+    GPU, "cuda-emulator": the CPU emulator)."""
+    from frame_mlir.backend.cuda.compile import compile_cuda
+
+    program = compile_cuda(module, lr, options=options, after_pass=after_pass)
+    assert isinstance(program, CudaProgram)
+    backend: Backend = (CudaBackend(program) if target == "cuda"
+                        else EmulatorBackend(program))
+    return DeviceExecutable(program, backend)
