@@ -114,9 +114,11 @@ class Adam:
 
 
 def load(source: str | Path | Mapping[str, Any], *, seed: int = 0,
-         options: CompileOptions | None = None, cache: Any = ENV_CACHE) -> Network:
+         options: CompileOptions | None = None, cache: Any = ENV_CACHE,
+         target: str = "cpu") -> Network:
     """A network from a JSON file path or an already-parsed document, its parameters
-    initialised the reference's way from `seed`.
+    initialised the reference's way from `seed`; `target` "cuda" (or "cuda-emulator")
+    compiles its functions as CUDA kernels.
 
     Raises:
         frame_mlir.frontend.errors.SpecError: every diagnostic of an invalid network.
@@ -125,7 +127,7 @@ def load(source: str | Path | Mapping[str, Any], *, seed: int = 0,
         spec = network_from_doc(dict(source))
     else:
         spec = load_network(source)
-    return Network(spec, seed=seed, options=options, cache=cache)
+    return Network(spec, seed=seed, options=options, cache=cache, target=target)
 
 
 class Network:
