@@ -108,9 +108,10 @@ class FrameGpuHost(ModulePass):
                                "memref", fn.sym_name.data)
                 k = _key(fn, i, positions)
                 n = _nbytes(arg.type)
-                if k.startswith("input:") and sizes.setdefault(k, n) != n:
+                if k.startswith("input:") and (k in ks or sizes.setdefault(k, n) != n):
                     # an input of this name but another size elsewhere (a program's
-                    # train and eval batches): a slot of this function's own
+                    # train and eval batches), or a second input of one name here
+                    # (a network's constants): a slot of this function's own
                     k = f"input:{fn.sym_name.data}:{i}"
                 ks.append(k)
                 if k == "arena":

@@ -109,11 +109,13 @@ def thread_dims(op: linalg.GenericOp) -> list[int]:
         for out, om in zip(op.outputs, out_maps, strict=True):
             if value == out and m != om:
                 return []  # reads what another iteration writes: one thread, in order
-    if all(it == "parallel" for it in its):
-        # Iterator types are honest in this code base (a scatter marks the dims that
-        # meet in one element as reductions; see frame_parallelize): iterations of an
-        # all-parallel op write distinct elements even through a map that is not a
-        # permutation of dims (a reshape's floordiv / mod).
+    out_args = op.body.block.args[n_in:]
+    if all(it == "parallel" for it in its) and not any(a.uses for a in out_args):
+        # An all-parallel op that only writes its outputs (a reshape through floordiv /
+        # mod maps): iterations write distinct elements -- were two to write one, the
+        # op's result would depend on the loop order. One that reads its output
+        # accumulates into it, and may do so through a map that meets itself (an
+        # interpolation's gradient): only the plain dims below are safe then.
         return list(range(len(its)))
     dims = []
     for d, it in enumerate(its):
