@@ -278,6 +278,33 @@ def test_lenet_step_on_the_emulator_matches_the_cpu() -> None:
                                    atol=bound * max(1e-30, float(np.abs(w).max())))
 
 
+def test_conformance_cases_with_constants_on_the_emulator(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """Twelve Interpolation cases in one network (each case's source indices are
+    constants, inputs of the compiled function named alike): on the emulator, against
+    dlprimitives' PyTorch-generated references with the conformance harness's rule.
+    (They once shared one device slot; tests/network/cuda_conformance.py runs all
+    1188 cases.)"""
+    sys.path.insert(0, str(ROOT / "tests" / "network"))
+    import test_conformance as conformance
+
+    import frame_mlir.network
+
+    load = frame_mlir.network.load
+    monkeypatch.setattr(frame_mlir.network, "load",
+                        lambda *a, **k: load(*a, **k, target="cuda-emulator"))
+    name = "test_case_interpolation"
+    tasks, _ = conformance.plan([name])
+    keys = next(t[2] for t in tasks if f"{name}/45/0" in t[2])
+    units = [conformance.make_unit(name, *map(int, k.split("/")[1:])) for k in keys]
+    chunk = next(c for c in conformance.chunks(units) if c[0].key == f"{name}/45/0")
+    assert len(chunk) > 1
+    res = conformance.Results([u.key for u in chunk])
+    conformance.run_units(chunk, res)
+    assert not any(res.problems[u.key] for u in chunk), res.problems
+    assert all(res.compared[u.key] >= 2 for u in chunk)  # outputs and gradients compared
+
+
 # --- JSON networks and .kyn programs: their CPU trainers with the steps on the device ---
 
 
