@@ -21,8 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ["CONFORMANCE_WORKERS"] = "1"  # in this process: the patch below applies
 
-import frame_mlir.network  # noqa: E402
 import test_conformance as conformance  # noqa: E402
+
+import frame_mlir.network  # noqa: E402
 
 _load = frame_mlir.network.load
 
