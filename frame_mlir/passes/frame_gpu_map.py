@@ -527,23 +527,25 @@ def _tiled(ir: _Ir, g: Contraction, smem: Callable[[int], SSAValue]) -> Launch:
     init = [guarded_load(ir, c_ok[i][j], c_flat, c_addr[i][j])
             for i in range(per) for j in range(per)]
 
+    def stage(ir: _Ir, k0: SSAValue, kl: SSAValue, ok: SSAValue, off: SSAValue,
+              opnd: object, base: SSAValue, src: SSAValue, dst: SSAValue,
+              slot: SSAValue) -> None:
+        """Element k0 + kl of one operand's row or column (at `off`) into shared memory
+        at `slot`; zero past K or outside the matrix (`ok`)."""
+        kg = ir.add(k0, kl)
+        kc = ir.ins(arith.MinUIOp(kg, ir.c(k - 1))).results[0]
+        addr = ir.add(base, ir.add(off, offset(opnd, g.red, ir.split(kc, red), ir)))
+        ir.store(guarded_load(ir, ir.and_(ok, ir.lt(kg, k)), src, addr), dst, [slot])
+
     def k_step(ir: _Ir, k0: SSAValue, acc: Sequence[SSAValue]) -> list[SSAValue]:
         for r in range(loads):
             row, kk, ok, row_off = a_rows[r]
-            kg = ir.add(k0, kk)
-            kg_ok = ir.lt(kg, k)
-            kc = ir.ins(arith.MinUIOp(kg, ir.c(k - 1))).results[0]
-            addr = ir.add(a_base, ir.add(row_off, offset(g.a, g.red, ir.split(kc, red), ir)))
-            v = guarded_load(ir, ir.and_(ok, kg_ok), a_flat, addr)
             # A staged k-major: As[kk][row] (a row of the tile per k is contiguous)
-            ir.store(v, a_buf, [ir.add(ir.mul(kk, tile), row)])
+            stage(ir, k0, kk, ok, row_off, g.a, a_base, a_flat, a_buf,
+                  ir.add(ir.mul(kk, tile), row))
             col, kb, ok_b, col_off = b_cols[r]
-            kg = ir.add(k0, kb)
-            kg_ok = ir.lt(kg, k)
-            kc = ir.ins(arith.MinUIOp(kg, ir.c(k - 1))).results[0]
-            addr = ir.add(b_base, ir.add(col_off, offset(g.b, g.red, ir.split(kc, red), ir)))
-            v = guarded_load(ir, ir.and_(ok_b, kg_ok), b_flat, addr)
-            ir.store(v, b_buf, [ir.add(ir.mul(kb, tile), col)])
+            stage(ir, k0, kb, ok_b, col_off, g.b, b_base, b_flat, b_buf,
+                  ir.add(ir.mul(kb, tile), col))
         ir.barrier()
 
         def kk_step(ir: _Ir, kk: SSAValue, acc: Sequence[SSAValue]) -> list[SSAValue]:
