@@ -320,12 +320,17 @@ def _grid_1d(count: int, per_block: int) -> tuple[int, int, int]:
     return (blocks, 1, 1)
 
 
-def _threads(ir: _Ir, op: linalg.GenericOp) -> Launch:
+def _loop_dims(op: linalg.GenericOp) -> tuple[list[int], list[AffineMap], list[int], list[int]]:
+    """(loop sizes, indexing maps, thread dims, the other dims in loop order)."""
     sizes = list(op.get_static_loop_ranges())
-    maps = [m.data for m in op.indexing_maps.data]
-    n_in = len(op.inputs)
     tdims = thread_dims(op)
-    sdims = [d for d in range(len(sizes)) if d not in tdims]
+    return (sizes, [m.data for m in op.indexing_maps.data], tdims,
+            [d for d in range(len(sizes)) if d not in tdims])
+
+
+def _threads(ir: _Ir, op: linalg.GenericOp) -> Launch:
+    sizes, maps, tdims, sdims = _loop_dims(op)
+    n_in = len(op.inputs)
     count = prod(sizes[d] for d in tdims)
     its = [str(i.data) for i in op.iterator_types.data]
     out_maps = maps[n_in:]
@@ -392,11 +397,8 @@ def _threads(ir: _Ir, op: linalg.GenericOp) -> Launch:
 
 
 def _tree(ir: _Ir, op: linalg.GenericOp, smem: Callable[[int], SSAValue]) -> Launch:
-    sizes = list(op.get_static_loop_ranges())
-    maps = [m.data for m in op.indexing_maps.data]
+    sizes, maps, tdims, sdims = _loop_dims(op)
     n_in = len(op.inputs)
-    tdims = thread_dims(op)
-    sdims = [d for d in range(len(sizes)) if d not in tdims]
     outputs = prod(sizes[d] for d in tdims)
     terms = prod(sizes[d] for d in sdims)
     elem = op.outputs[0].type.element_type  # type: ignore[attr-defined]
@@ -588,9 +590,7 @@ def _form(op: linalg.GenericOp) -> str:
     g = analyze(op)
     if g is not None and g.m * g.n >= 256 and g.k >= TILE_K:
         return "tiled"
-    sizes = list(op.get_static_loop_ranges())
-    tdims = thread_dims(op)
-    sdims = [d for d in range(len(sizes)) if d not in tdims]
+    sizes, _, tdims, sdims = _loop_dims(op)
     its = [str(i.data) for i in op.iterator_types.data]
     if (sdims and all(its[d] == "reduction" for d in sdims) and sum_body(op)
             and not any(set(sdims) & m.data.used_dims() for m in

@@ -109,12 +109,10 @@ class EmulatorBackend:
 
     def copy_to_device(self, dst: int, src: np.ndarray) -> None:
         src = np.ascontiguousarray(src)
-        np.ctypeslib.as_array((np.ctypeslib.ctypes.c_uint8 * src.nbytes).from_address(dst))[
-            :] = src.reshape(-1).view(np.uint8)
+        _host_view(dst, src.nbytes)[:] = src.reshape(-1).view(np.uint8)
 
     def copy_from_device_into(self, dst: np.ndarray, src: int) -> None:
-        raw = np.ctypeslib.as_array((np.ctypeslib.ctypes.c_uint8 * dst.nbytes).from_address(src))
-        dst.reshape(-1).view(np.uint8)[:] = raw
+        dst.reshape(-1).view(np.uint8)[:] = _host_view(src, dst.nbytes)
 
     def launch(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                args: Sequence[int]) -> None:
