@@ -36,6 +36,10 @@ class CompileOptions:
     # `fuse_epilogue=False` keeps a GEMM's elementwise consumers as kernels of their
     # own (the reference for frame-fuse-gemm-epilogue's bit-identity tests).
     fuse_epilogue: bool = True
+    # Data-parallel training over this many ranks: the `sgd` stage splits the train
+    # step around the gradient allreduce (frame-dp-split) instead of fusing SGD into
+    # it (frame-sgd-fuse). None: one fused train step.
+    data_parallel: int | None = None
 
     def resolved(self) -> CompileOptions:
         """These options with the host's defaults filled in where they are None (what a

@@ -7,7 +7,8 @@ failure names the pass that broke the IR.
     frame       frontend output (nn Modules -> frame ops), shapes inferred
     autodiff    + `@f_grad`: loss and parameter gradients (frame-autodiff)
     sgd         `@f_train_step`: SGD fused, parameters updated in place
-                (frame-sgd-fuse), then cse / dce
+                (frame-sgd-fuse), then cse / dce; for data-parallel training
+                `@f_dp_grad` and `@f_dp_update` instead (frame-dp-split)
     linalg      linalg on tensors (convert-frame-to-linalg), elementwise chains
                 merged into one generic (frame-fuse-elementwise)
     bufferized  memrefs over one statically planned arena (frame-bufferize)
@@ -55,6 +56,7 @@ from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
 from frame_mlir.passes.frame_autodiff import FrameAutodiff
 from frame_mlir.passes.frame_bufferize import FrameBufferize
 from frame_mlir.passes.frame_collapse_dims import FrameCollapseDims
+from frame_mlir.passes.frame_dp_split import FrameDpSplit
 from frame_mlir.passes.frame_fuse_elementwise import FrameFuseElementwise
 from frame_mlir.passes.frame_fuse_gemm_epilogue import FrameFuseGemmEpilogue
 from frame_mlir.passes.frame_gemm import FrameGemm
@@ -114,7 +116,10 @@ def stages(lr: float | None, options: CompileOptions | None = None) -> list[Stag
     """
     options = (options or CompileOptions()).resolved()
     assert options.threads is not None
-    sgd: tuple[ModulePass, ...] = (FrameSgdFuse(lr=lr),) if lr is not None else ()
+    sgd: tuple[ModulePass, ...] = ()
+    if lr is not None:
+        sgd = ((FrameSgdFuse(lr=lr),) if options.data_parallel is None
+               else (FrameDpSplit(lr=lr, ranks=options.data_parallel),))
     return [
         Stage("frame", (FrameShapeInference(),), "frame IR with static shapes"),
         Stage("autodiff", (FrameAutodiff(),), "+ loss and parameter gradients"),

@@ -32,6 +32,7 @@ from frame_mlir.passes.convert_vector_to_llvm import ConvertVectorToLLVMPass
 from frame_mlir.passes.frame_autodiff import FrameAutodiff
 from frame_mlir.passes.frame_bufferize import FrameBufferize
 from frame_mlir.passes.frame_collapse_dims import FrameCollapseDims
+from frame_mlir.passes.frame_dp_split import FrameDpSplit
 from frame_mlir.passes.frame_fuse_elementwise import FrameFuseElementwise
 from frame_mlir.passes.frame_fuse_gemm_epilogue import FrameFuseGemmEpilogue
 from frame_mlir.passes.frame_gemm import FrameGemm
@@ -53,6 +54,7 @@ ALL_PASSES: list[type[ModulePass]] = [
     FrameShapeInference,
     FrameAutodiff,
     FrameSgdFuse,
+    FrameDpSplit,
     ConvertFrameToLinalg,
     FrameFuseElementwise,
     FrameBufferize,

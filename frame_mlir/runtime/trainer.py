@@ -104,6 +104,9 @@ class CompiledSpec:
                  cache: CompileCache | None = ENV_CACHE):
         t0 = time.perf_counter()
         self.spec = spec
+        #: Split for data-parallel training (`options.data_parallel` ranks): the step
+        #: is `@f_dp_grad` then `@f_dp_update` (frame-dp-split), and there is no loop.
+        self.data_parallel = options is not None and options.data_parallel is not None
         self.lowered: LoweredModel | None = None
         self.from_cache = False
         if cache is ENV_CACHE:
@@ -141,6 +144,10 @@ class CompiledSpec:
         from frame_mlir.runtime.executable import compile_module
 
         self.lowered = lower_spec(self.spec)
+        if self.data_parallel:
+            from frame_mlir.runtime.data_parallel import mark_per_sample
+
+            mark_per_sample(self.lowered)
         # No LLVM-IR-keyed entry as well: the spec entry below covers this compile.
         self.executable = compile_module(self.lowered.module,
                                          lr=self.spec.optimizer.learning_rate,
@@ -167,7 +174,7 @@ class CompiledSpec:
             sigs = {n: FunctionSignature.from_json(s) for n, s in meta["signatures"].items()}
             function, predict = str(meta["function"]), str(meta["predict_function"])
             params = tuple(str(p) for p in meta["param_names"])
-            for name in (function, f"{function}_train_step", predict):
+            for name in (function, *self._step_names(function), predict):
                 if name not in sigs:
                     raise KeyError(f"no signature for @{name}")
             jit = load_object(entry.obj, meta["functions"], opt_level=opt_level,
@@ -180,16 +187,27 @@ class CompiledSpec:
         self.function, self.predict_function, self.param_names = function, predict, params
         return True
 
+    def _step_names(self, function: str) -> tuple[str, ...]:
+        """The functions of one training step."""
+        if self.data_parallel:
+            return (f"{function}_dp_grad", f"{function}_dp_update")
+        return (f"{function}_train_step",)
+
     def _bind_functions(self) -> None:
         name = self.function
         sigs = self.executable.signatures
         self.forward_sig = sigs[name]
-        self.step_sig = sigs[f"{name}_train_step"]
         self.predict_sig = sigs[self.predict_function]
-        self.loop_sig: FunctionSignature | None = sigs.get(f"{name}_train_loop")
         self.forward_fn = self.executable.function(name)
-        self.step_fn = self.executable.function(f"{name}_train_step")
         self.predict_fn = self.executable.function(self.predict_function)
+        self.loop_sig: FunctionSignature | None = sigs.get(f"{name}_train_loop")
+        if self.data_parallel:  # the two halves of the step (runtime/data_parallel.py)
+            self.grad_sig, self.update_sig = (sigs[n] for n in self._step_names(name))
+            self.step_sig = self.grad_sig  # what check_host_memory reads
+            self.loop_fn = None
+            return
+        self.step_sig = sigs[f"{name}_train_step"]
+        self.step_fn = self.executable.function(f"{name}_train_step")
         self.loop_fn = (self.executable.function(f"{name}_train_loop")
                         if self.loop_sig is not None else None)
 

@@ -73,7 +73,12 @@ def emit_stage(spec: ModelSpec, stage: str, out: TextIO, *,
     the compile options (`--threads`), None for the defaults."""
     from frame_mlir.frontend.lower_spec import lower_spec
 
-    emit_module_stage(lower_spec(spec).module, spec.optimizer.learning_rate, stage, out,
+    lowered = lower_spec(spec)
+    if options is not None and options.data_parallel is not None:
+        from frame_mlir.runtime.data_parallel import mark_per_sample
+
+        mark_per_sample(lowered)  # as CompiledSpec compiles it
+    emit_module_stage(lowered.module, spec.optimizer.learning_rate, stage, out,
                       print_ir_after_all=print_ir_after_all, options=options, target=target,
                       arch=arch)
 

@@ -26,6 +26,11 @@ def describe(tool: str, e: BaseException) -> tuple[str, int] | None:
     from frame_mlir.kyn.errors import KynError
     from frame_mlir.passes.pipeline import PipelineError
 
+    from frame_mlir.runtime.checkpoint import CheckpointError
+    from frame_mlir.runtime.distributed import DistributedError
+
+    if isinstance(e, DistributedError | CheckpointError):  # "DP-00N at <where>: expected ..., found ..."
+        return f"{tool}: error: {e}", EXIT_ERROR
     if isinstance(e, CudaError | PtxError):  # "CUDA-00N: what, expected vs found"
         return f"{tool}: error: {e}", EXIT_ERROR
     if isinstance(e, CudaCompileError):
@@ -74,11 +79,23 @@ def run_cli(tool: str, body: Callable[[], object]) -> int:
     except Exception as e:
         known = describe(tool, e)
         if known is not None:
+            _abort_job(*known)
             print(known[0], file=sys.stderr)
             return known[1]
         if os.environ.get("FRAME_MLIR_TRACEBACK"):
             raise
-        print(f"{tool}: internal error: {type(e).__name__}: {e} "
-              "(set FRAME_MLIR_TRACEBACK=1 for a traceback)", file=sys.stderr)
+        message = (f"{tool}: internal error: {type(e).__name__}: {e} "
+                   "(set FRAME_MLIR_TRACEBACK=1 for a traceback)")
+        _abort_job(message, EXIT_INTERNAL)
+        print(message, file=sys.stderr)
         return EXIT_INTERNAL
     return result if isinstance(result, int) else 0
+
+
+def _abort_job(message: str, code: int) -> None:
+    """In a data-parallel job of several ranks, a failing rank prints its message with
+    its rank and ends the whole job (the others would wait for it in their next
+    collective); elsewhere this does nothing."""
+    dist = sys.modules.get("frame_mlir.runtime.distributed")
+    if dist is not None:
+        dist.abort_on_error(message, code)  # does not return in a job of several ranks

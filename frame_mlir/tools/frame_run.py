@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_training_arguments(p, networks=True)
     add_network_arguments(p)
+    from frame_mlir.tools.dp_run import add_distributed_arguments
+
+    add_distributed_arguments(p)
     return p
 
 
@@ -103,6 +106,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from frame_mlir.tools.cuda_run import check_stage
 
         check_stage(args.target, args.emit_stage)
+        from frame_mlir.tools.dp_run import checkpoint_path, start_job
+
+        if args.data_parallel and args.target != "cpu":
+            parser.error("--data-parallel trains on the CPU (--target cpu)")
+        if args.target != "cpu" and (args.checkpoint_every or args.resume):
+            parser.error("--checkpoint-every and --resume apply to --target cpu")
+        # first, so that a failure from here on names its rank and ends the whole job
+        job = start_job(args, "frame-run")
         if args.cuda_arch is not None and args.target == "cpu":
             parser.error("--cuda-arch applies to --target cuda")
         args.cuda_arch = args.cuda_arch or "sm_80"
@@ -146,11 +157,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             if ignored:
                 parser.error(_verb(ignored, "needs", "need") + " a training run; "
                              "--emit-stage stops before one")
+            options = compile_options(args.threads)
+            if job is not None:  # the split step of one rank's share of the batch
+                from frame_mlir.runtime.data_parallel import local_spec
+
+                spec = local_spec(spec, job.size)
+                options = job.compile_options(options)
             emit_stage(spec, args.emit_stage, sys.stdout,
                        print_ir_after_all=args.print_ir_after_all,
-                       options=compile_options(args.threads), target=args.target,
-                       arch=args.cuda_arch)
+                       options=options, target=args.target, arch=args.cuda_arch)
             return 0
+        if job is not None or args.checkpoint_every or args.resume:
+            from frame_mlir.tools.dp_run import run_v0
+
+            return run_v0(spec, sys.stdout, job=job, files=RunFiles.from_args(args),
+                          options=compile_options(args.threads),
+                          use_cache=not args.no_cache,
+                          checkpoint=checkpoint_path(args, spec.name),
+                          every=args.checkpoint_every, resume=args.resume,
+                          print_predictions=args.print_predictions)
         if args.target != "cpu":
             from frame_mlir.tools.cuda_run import run_cuda_training
 

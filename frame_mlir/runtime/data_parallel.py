@@ -1,0 +1,183 @@
+"""Data-parallel training of a v0 spec: each rank trains its share of the batch with
+the step split by frame-dp-split, the ranks' gradients summed by one allreduce.
+
+Rank r of N takes rows [r*b, (r+1)*b) of the data input and the target, b = batch / N
+(`distributed.local_batch`: DP-002 unless N divides the batch), and compiles the spec
+with batch b. Every rank draws the global spec's initial values (the same seed, so the
+same draws as one process) and keeps its share of them:
+
+* the weights whole: every rank holds them, and the allreduce keeps them equal;
+* the `[batch, out]` biases of v0 by rows (`frame.per_sample`): row i only ever meets
+  sample i, so its gradient is complete on the rank that holds the sample and is not
+  exchanged.
+
+One step is `@f_dp_grad` (forward and backward into the flat `shared` buffer, the
+loss last, and the biases' `local` one), `MPI_Allreduce` of `shared`, then
+`@f_dp_update` (SGD with lr / N on the summed gradients). The loss printed is the
+summed loss / N: the mean over the whole batch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import time
+
+import numpy as np
+
+from frame_mlir.frontend.lower_spec import LoweredModel
+from frame_mlir.frontend.spec import InputSpec, ModelSpec
+from frame_mlir.runtime.distributed import Job, local_batch, rank_rows
+from frame_mlir.runtime.executable import FunctionSignature, aligned_empty
+from frame_mlir.runtime.random import InitialValues
+from frame_mlir.runtime.trainer import CompiledSpec, check_host_memory
+
+
+def local_spec(spec: ModelSpec, ranks: int) -> ModelSpec:
+    """`spec` with the batch of one rank (DP-002 unless `ranks` divides it): what every
+    rank compiles."""
+    b = local_batch(spec.batch, ranks, "/model/batch")
+    if ranks == 1:
+        return spec
+    return dataclasses.replace(
+        spec, batch=b,
+        inputs=tuple(InputSpec(i.name, (b, *i.shape[1:])) for i in spec.inputs),
+        layers=tuple(dataclasses.replace(
+            layer, bias_shape=None if layer.bias_shape is None else (b, layer.bias_shape[1]))
+            for layer in spec.layers),
+        loss=dataclasses.replace(spec.loss,
+                                 target_shape=(b, *spec.loss.target_shape[1:])))
+
+
+def per_sample_params(spec: ModelSpec) -> set[str]:
+    """The parameters held by rows (one per sample): the v0 biases."""
+    return {layer.bias_name for layer in spec.layers if layer.has_bias}
+
+
+def mark_per_sample(lowered: LoweredModel) -> None:
+    """Mark the v0 biases `frame.per_sample` on the loss function (frame-dp-split keeps
+    their gradients out of the allreduce)."""
+    from xdsl.dialects import builtin, func
+
+    from frame_mlir.passes.common import set_arg_attr
+    from frame_mlir.passes.frame_dp_split import PER_SAMPLE
+
+    for fn in lowered.module.ops:
+        if not isinstance(fn, func.FuncOp) or fn.sym_name.data != lowered.function:
+            continue
+        for i, d in enumerate(fn.arg_attrs.data if fn.arg_attrs is not None else ()):
+            name = d.data.get("frame.param")
+            if isinstance(name, builtin.StringAttr) and name.data.endswith(".bias"):
+                set_arg_attr(fn, i, PER_SAMPLE, builtin.UnitAttr())
+
+
+class DpSession:
+    """Host buffers of one rank bound to the split step; `run(n)` trains n steps."""
+
+    def __init__(self, compiled: CompiledSpec, values: InitialValues, job: Job,
+                 global_spec: ModelSpec):
+        assert compiled.data_parallel
+        self.compiled, self.job = compiled, job
+        check_host_memory(compiled)
+        r, n = job.rank, job.size
+        self.per_sample = per_sample_params(global_spec)
+        self.data = [rank_rows(np.ascontiguousarray(a, dtype=np.float32), r, n)
+                     for a in (*values.inputs.values(), values.target)]
+        self.param_buffers: dict[str, np.ndarray] = {}
+        self.set_params(dict(values.params))
+        grad, update = compiled.grad_sig, compiled.update_sig
+        self.outputs = {a.result_index: np.zeros(a.shape, dtype=a.dtype)
+                        for a in grad.of_kind("output")}
+        self.shared = self.outputs[0]  # the allreduced buffer; the loss is its last value
+        sigs = [grad, update, compiled.forward_sig, compiled.predict_sig]
+        self.arena = aligned_empty(max([s.arena_size for s in sigs] + [64]))
+        (out,) = compiled.predict_sig.of_kind("output")
+        self.prediction = np.zeros(out.shape, dtype=np.float32)
+        self._grad_args = self._pointers(grad, self.data, self.outputs)
+        self._update_args = self._pointers(
+            update, [self.outputs[k] for k in sorted(self.outputs)], {})
+        self._predict_args = self._pointers(compiled.predict_sig, self.data[:-1],
+                                            {0: self.prediction})
+        self._grad_fn = compiled.executable.function(grad.name)
+        self._update_fn = compiled.executable.function(update.name)
+        self.scale = np.float32(n)
+        #: seconds spent in (forward + backward, allreduce, update) so far
+        self.seconds = np.zeros(3)
+
+    def set_params(self, params: dict[str, np.ndarray]) -> None:
+        """Take the global parameters: whole weights, this rank's rows of the biases."""
+        for name, a in params.items():
+            a = np.ascontiguousarray(a, dtype=np.float32)
+            if name in self.per_sample:
+                a = rank_rows(a, self.job.rank, self.job.size)
+            if name in self.param_buffers:
+                self.param_buffers[name][...] = a  # the bound pointers stay valid
+            else:
+                self.param_buffers[name] = a.copy()
+
+    def _pointers(self, sig: FunctionSignature, inputs: list[np.ndarray],
+                  outputs: dict[int, np.ndarray]) -> list[ctypes.c_void_p]:
+        ptrs = []
+        it = iter(inputs)
+        for a in sig.args:
+            if a.kind == "arena":
+                buf = self.arena
+            elif a.kind == "output":
+                assert a.result_index is not None
+                buf = outputs[a.result_index]
+            elif a.kind == "param":
+                buf = self.param_buffers[a.name]
+            elif a.kind == "input":
+                buf = next(it)
+            else:
+                raise ValueError(f"@{sig.name}: unexpected argument kind {a.kind}")
+            if a.kind != "arena" and buf.nbytes != a.nbytes:
+                raise ValueError(f"@{sig.name}: buffer '{a.name}' has {buf.nbytes} bytes, "
+                                 f"the compiled function expects {a.nbytes}")
+            ptrs.append(ctypes.c_void_p(buf.ctypes.data))
+        return ptrs
+
+    def step(self, index: int) -> float:
+        """One step: gradients, the allreduce, the update; returns the loss of the
+        whole batch before the update."""
+        t0 = time.perf_counter()
+        self._grad_fn(*self._grad_args)
+        t1 = time.perf_counter()
+        self.job.allreduce_sum(self.shared, f"the gradient allreduce of step {index}")
+        t2 = time.perf_counter()
+        self._update_fn(*self._update_args)
+        t3 = time.perf_counter()
+        self.seconds += np.array([t1 - t0, t2 - t1, t3 - t2])
+        return float(self.shared[-1] / self.scale)
+
+    def profile_line(self, steps: int) -> str:
+        """Where one step's time went, on this rank (`FRAME_DP_PROFILE=1` prints it)."""
+        total = float(self.seconds.sum())
+        grad, comm, update = (float(v) for v in self.seconds)
+        return (f"rank {self.job.rank}/{self.job.size}: {steps} steps, per step: "
+                f"forward+backward {1e3 * grad / max(steps, 1):.3f} ms, allreduce of "
+                f"{self.shared.nbytes} bytes {1e3 * comm / max(steps, 1):.3f} ms, update "
+                f"{1e3 * update / max(steps, 1):.3f} ms; allreduce share "
+                f"{100 * comm / max(total, 1e-12):.1f}%\n")
+
+    def run(self, first: int, steps: int) -> np.ndarray:
+        """Steps `first` .. `first + steps - 1`; their losses."""
+        return np.array([self.step(first + i) for i in range(steps)], dtype=np.float32)
+
+    def params(self) -> dict[str, np.ndarray] | None:
+        """The global parameters on rank 0 (None on the others): a collective."""
+        out: dict[str, np.ndarray] | None = {} if self.job.rank == 0 else None
+        for name in self.compiled.param_names:
+            a = self.param_buffers[name]
+            if name in self.per_sample:
+                a = self.job.gather_rows(a, f"gathering parameter '{name}'")
+            if out is not None:
+                assert a is not None
+                out[name] = a.copy()
+        return out
+
+    def predict(self) -> np.ndarray | None:
+        """The prediction layer's output for the whole batch on rank 0 (None on the
+        others): a collective."""
+        self.compiled.predict_fn(*self._predict_args)
+        return self.job.gather_rows(self.prediction, "gathering the predictions")

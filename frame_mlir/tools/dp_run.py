@@ -1,0 +1,222 @@
+"""`--data-parallel`, `--checkpoint-every` and `--resume`: the options every training
+tool shares for MPI data-parallel jobs and checkpoints, and the v0 spec's run.
+
+    mpirun -n 2 frame-run spec.json --data-parallel
+    frame-run spec.json --checkpoint-every 100 --checkpoint run.ckpt.npz
+    frame-run spec.json --resume run.ckpt.npz
+
+Rank 0 prints exactly what one process prints; the others print nothing on stdout.
+A checkpoint is written by rank 0 alone (atomically) every N steps; a resumed run
+prints the whole run's lines (those before the checkpoint from it) and ends with the
+parameters of the uninterrupted run, bit for bit, on any rank count equal to the one
+that wrote it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from frame_mlir.compile_options import CompileOptions
+    from frame_mlir.frontend.spec import ModelSpec
+    from frame_mlir.runtime.distributed import Job
+    from frame_mlir.tools.driver import RunFiles
+
+
+def add_distributed_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of data-parallel jobs and checkpoints."""
+    g = p.add_argument_group("data-parallel training and checkpoints (see "
+                             "docs/distributed.md)")
+    g.add_argument("--data-parallel", action="store_true",
+                   help="train as one rank of an MPI job (mpirun -n N ...): each global "
+                   "batch split evenly over the ranks, gradients summed by allreduce "
+                   "(needs pip install 'frame-mlir[mpi]' and an MPI library)")
+    g.add_argument("--collective-timeout", metavar="SECONDS",
+                   help="with --data-parallel: how long a rank waits for the others in a "
+                   "collective before it ends the job (default 300, or FRAME_DP_TIMEOUT)")
+    g.add_argument("--checkpoint-every", metavar="N", type=_positive,
+                   help="write a checkpoint every N steps (v0 specs) or epochs "
+                   "(networks): parameters, optimizer state and progress")
+    g.add_argument("--checkpoint", metavar="FILE.npz",
+                   help="the checkpoint file of --checkpoint-every (default "
+                   "<model>.ckpt.npz in the current folder)")
+    g.add_argument("--resume", metavar="FILE.npz",
+                   help="continue the run saved in a checkpoint of this model")
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, found '{text}'")
+    return n
+
+
+def start_job(args: argparse.Namespace, tool: str) -> Job | None:
+    """Join the MPI job when `--data-parallel` is given (DP-001 without MPI); else check
+    that no option of one is given."""
+    from frame_mlir.runtime.distributed import collective_timeout, start
+
+    if not args.data_parallel:
+        if args.collective_timeout is not None:
+            raise ValueError("--collective-timeout applies to --data-parallel runs")
+        return None
+    return start(tool, collective_timeout(args.collective_timeout))
+
+
+def checkpoint_path(args: argparse.Namespace, model: str) -> str | None:
+    """Where --checkpoint-every writes (None without it)."""
+    if args.checkpoint is not None and args.checkpoint_every is None:
+        raise ValueError("--checkpoint names the file of --checkpoint-every N; give both")
+    if args.checkpoint_every is None:
+        return None
+    path = args.checkpoint or f"{model}.ckpt.npz"
+    from frame_mlir.tools.driver import check_output_path
+
+    check_output_path(path, "--checkpoint", (".npz",))
+    return path
+
+
+def v0_run_digest(spec: ModelSpec, files: RunFiles) -> dict[str, Any]:
+    """What makes two v0 runs the same run, but for the step count and logging (a run
+    may be resumed with more steps): the spec and the files it reads."""
+    from frame_mlir.runtime.trainer import _plain
+
+    doc = _plain(spec)
+    doc["training"].pop("steps")
+    doc["training"].pop("log_every")
+    return {"spec": doc, "data": files.data, "load_weights": files.load_weights}
+
+
+class _SingleProcess:
+    """A one-process `Session` behind the interface `run_v0` drives."""
+
+    def __init__(self, session: Any):
+        self.session = session
+
+    def run(self, first: int, steps: int) -> np.ndarray:
+        return self.session.run(steps)
+
+    def params(self) -> dict[str, np.ndarray]:
+        return self.session.params()
+
+    def set_params(self, params: dict[str, np.ndarray]) -> None:
+        for n, a in params.items():
+            self.session.param_buffers[n][...] = a
+
+    def predict(self) -> np.ndarray:
+        return self.session.predict()
+
+
+def run_v0(spec: ModelSpec, out: TextIO, *, job: Job | None, files: RunFiles,
+           options: CompileOptions | None, use_cache: bool, checkpoint: str | None,
+           every: int | None, resume: str | None, print_predictions: bool,
+           tool: str = "frame-run") -> int:
+    """Train a v0 spec in a data-parallel job (`job`) or alone with checkpoints: the
+    lines one process prints, from rank 0."""
+    from frame_mlir.runtime.checkpoint import Checkpoint, check_arrays, digest
+    from frame_mlir.runtime.trainer import ENV_CACHE, CompiledSpec, Session, logged_steps
+    from frame_mlir.tools.driver import (
+        WEIGHT_SUFFIXES,
+        check_output_path,
+        finish_losses,
+        format_loss,
+        format_predictions,
+        initial_values,
+        read_run_files,
+        save_weights_file,
+    )
+    from frame_mlir.tools.progress import is_tty, summary_line
+
+    t_start = time.perf_counter()
+    root = job is None or job.rank == 0
+    if files.save_weights is not None:
+        check_output_path(files.save_weights, "--save-weights", WEIGHT_SUFFIXES)
+    if files.plot is not None:
+        from frame_mlir.tools.plot import require_matplotlib
+
+        require_matplotlib()
+        check_output_path(files.plot, "--plot")
+    run_id = digest(v0_run_digest(spec, files))
+    if job is not None:  # every rank must run the same job (DP-003), checked first
+        job.check_same("model and options", {"run": run_id, "steps": spec.training.steps,
+                                              "log_every": spec.training.log_every,
+                                              "resume": resume, "checkpoint": checkpoint,
+                                              "every": every})
+    run_inputs = read_run_files(spec, files)
+    values = initial_values(spec, run_inputs)
+    cache = ENV_CACHE if use_cache else None
+    if job is not None:
+        from frame_mlir.runtime.data_parallel import DpSession, local_spec
+
+        options = job.compile_options(options)
+        compiled = CompiledSpec(local_spec(spec, job.size), options=options, cache=cache)
+        session: Any = DpSession(compiled, values, job, spec)
+    else:
+        compiled = CompiledSpec(spec, options=options, cache=cache)
+        session = _SingleProcess(Session(compiled, values))
+    steps = spec.training.steps
+    losses = np.zeros(steps, dtype=np.float32)
+    first = 0
+    if resume is not None:
+        ck = Checkpoint.load(resume, spec.name, run_id)
+        check_arrays(resume, "param", ck.params,
+                     dict(zip(spec.param_names(), spec.param_shapes(), strict=True)))
+        first = min(ck.step, steps)
+        done = np.asarray(ck.history.get("losses", []), dtype=np.float32)
+        if done.shape != (ck.step,):
+            from frame_mlir.runtime.checkpoint import CheckpointError
+
+            raise CheckpointError("CKPT-001", resume, f"the losses of its {ck.step} steps",
+                                  f"{done.shape[0]} losses")
+        losses[:first] = done[:first]
+        session.set_params(ck.params)
+    start_step = first
+    if job is not None:  # every rank compiled and set up: the steps start together
+        job.barrier("the start of training (every rank compiling its step)")
+    t_train = time.perf_counter()
+    while first < steps:
+        n = steps - first if every is None else min(every - first % every, steps - first)
+        losses[first:first + n] = session.run(first, n)
+        first += n
+        if every is not None and first % every == 0:
+            params = session.params()  # a collective: every rank takes part
+            if root:
+                assert checkpoint is not None and params is not None
+                Checkpoint(spec.name, run_id, first, params,
+                           history={"losses": [float(v) for v in losses[:first]]}
+                           ).save(checkpoint)
+    train_seconds = time.perf_counter() - t_train
+    if job is not None and os.environ.get("FRAME_DP_PROFILE") == "1":
+        sys.stderr.write(session.profile_line(steps - start_step))
+    for i in logged_steps(steps, spec.training.log_every):
+        out.write(f"step {i} loss {format_loss(float(losses[i]))}\n")
+    if root:
+        finish_losses(out, losses, spec, tool)
+    predictions = session.predict() if print_predictions else None
+    params = session.params() if files.save_weights is not None else None
+    if not root:
+        return 0
+    if predictions is not None:
+        out.write(format_predictions(spec, predictions))
+    if params is not None:
+        assert files.save_weights is not None
+        save_weights_file(files.save_weights, list(params.items()))
+    if files.plot is not None:
+        from frame_mlir.tools.plot import plot_losses
+
+        plot_losses(files.plot, losses, title=f"{spec.name}: training loss")
+    if is_tty(sys.stderr):
+        out.flush()
+        sys.stderr.write(summary_line(tool, spec.name, compiled.compile_seconds, steps,
+                                      train_seconds, time.perf_counter() - t_start,
+                                      cached=compiled.from_cache))
+    return 0
