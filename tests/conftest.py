@@ -50,6 +50,7 @@ os.environ.pop("FRAME_CACHE_MAX_BYTES", None)
 SLOW_FILES = [
     "oracle/test_ops_vs_torch.py",
     "network/test_conformance.py",  # its setup uses two processes of its own
+    "distributed/test_v0_dp.py",  # MPI jobs of 2-3 ranks
     "backend/test_gemm.py",
     "passes/test_gemm_outer_loops.py",
     "backend/test_cuda_target.py",

@@ -47,7 +47,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from frame_mlir.dialects import frame
 from frame_mlir.passes.common import fail, set_arg_attr, update_function_type
 from frame_mlir.passes.frame_autodiff import LAYER, STAGE, param_indices
-from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
+from frame_mlir.passes.frame_sgd_fuse import learning_rate
 
 #: The argument attribute of a parameter whose row i serves sample i only.
 PER_SAMPLE = "frame.per_sample"
@@ -72,13 +72,13 @@ class FrameDpSplit(ModulePass):
 
     name = "frame-dp-split"
 
-    #: The learning rate, as frame-sgd-fuse takes it.
+    #: The learning rate, as frame-sgd-fuse takes it (a str too: `lr=1e-3`).
     lr: float | int | str = 0.01
     #: How many ranks share each batch (>= 1).
     ranks: int = 1
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        lr = FrameSgdFuse(lr=self.lr).learning_rate()
+        lr = learning_rate(self.name, self.lr)
         if not isinstance(self.ranks, int) or self.ranks < 1:
             raise fail(self.name, None, f"ranks expected an integer >= 1, found {self.ranks}")
         for fn in list(op.ops):

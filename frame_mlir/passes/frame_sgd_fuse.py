@@ -41,17 +41,7 @@ class FrameSgdFuse(ModulePass):
     def learning_rate(self) -> float:
         """`lr` as a number > 0 that stays finite and non-zero in float32 (the update
         runs in float32), or a failure naming the pass."""
-        try:
-            lr = float(self.lr)
-        except ValueError:
-            raise fail(self.name, None, f"learning rate expected a number, found "
-                       f"'{self.lr}'") from None
-        with np.errstate(over="ignore"):
-            lr32 = float(np.float32(lr))
-        if not (lr > 0 and 0 < lr32 < float("inf")):
-            raise fail(self.name, None, f"learning rate expected > 0 and finite in float32 "
-                       f"(1.4e-45 .. 3.4e38), found {self.lr}")
-        return lr
+        return learning_rate(self.name, self.lr)
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         lr = self.learning_rate()
@@ -85,3 +75,19 @@ class FrameSgdFuse(ModulePass):
             fn.sym_name = builtin.StringAttr(f"{base.data}_train_step")
             fn.attributes["frame.train_step"] = base
             update_function_type(fn)
+
+
+def learning_rate(pass_name: str, text: float | int | str) -> float:
+    """A pass's `lr` option as a number > 0 that stays finite and non-zero in float32
+    (the update runs in float32), or a failure naming `pass_name`."""
+    try:
+        lr = float(text)
+    except ValueError:
+        raise fail(pass_name, None, f"learning rate expected a number, found "
+                   f"'{text}'") from None
+    with np.errstate(over="ignore"):
+        lr32 = float(np.float32(lr))
+    if not (lr > 0 and 0 < lr32 < float("inf")):
+        raise fail(pass_name, None, f"learning rate expected > 0 and finite in float32 "
+                   f"(1.4e-45 .. 3.4e38), found {text}")
+    return lr

@@ -100,15 +100,19 @@ class StagePipeline(ModulePass):
     """Base of the named pipelines: the driver's passes for a range of stages.
 
     Options, as in frame-run: `lr` (the SGD learning rate of the `sgd` stage), `sgd`
-    (false: no SGD is fused and `@f_grad` stays, as the Python API compiles) and
+    (false: no SGD is fused and `@f_grad` stays, as the Python API compiles),
     `threads` (kernels split for N threads; 1 by default so that output does not
-    depend on the machine's cores). `frame-gemm`'s blocking follows the host, as in
+    depend on the machine's cores) and `data-parallel` (N > 0: the step split for N
+    ranks by frame-dp-split, as `frame-run --data-parallel` compiles it). `frame-gemm`'s blocking follows the host, as in
     frame-run.
     """
 
     lr: float | int | str = FrameSgdFuse.lr
     sgd: bool = True
     threads: int = 1
+    #: > 0: the `sgd` stage splits the step for this many data-parallel ranks
+    #: (frame-dp-split) instead of fusing SGD into it.
+    data_parallel: int = 0
 
     #: The range of stages the pipeline runs (None: from the start).
     first_after: ClassVar[str | None] = None
@@ -127,7 +131,12 @@ class StagePipeline(ModulePass):
             raise ValueError(f"{self.name}: threads expected >= 1, found {self.threads}")
         lr = FrameSgdFuse(lr=self.lr).learning_rate() if self.sgd else None
         start, stop = self.stage_range()
-        return stage_passes(lr, CompileOptions(threads=self.threads),
+        if self.data_parallel < 0:
+            raise ValueError(f"{self.name}: data-parallel expected >= 0 ranks (0: none), "
+                             f"found {self.data_parallel}")
+        options = CompileOptions(threads=self.threads,
+                                 data_parallel=self.data_parallel or None)
+        return stage_passes(lr, options,
                             start_after=start, stop_after=stop)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

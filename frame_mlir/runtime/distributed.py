@@ -109,14 +109,28 @@ class Job:
         self.rank: int = self.comm.Get_rank()
         self.size: int = self.comm.Get_size()
         self.timeout = timeout
-        #: The ranks on this machine (they share its cores).
-        self.local_size: int = self.comm.Split_type(MPI.COMM_TYPE_SHARED).Get_size()
+        self._local_size: int | None = None
         self._lock = threading.Lock()
         self._pending: tuple[str, float] | None = None  # (what, deadline)
         self._wake = threading.Event()
         self._watchdog = threading.Thread(target=self._watch, name="frame-dp-watchdog",
                                           daemon=True)
         self._watchdog.start()
+
+    @property
+    def local_size(self) -> int:
+        """The ranks on this machine (they share its cores): a collective, the first
+        time."""
+        if self._local_size is None:
+            if self.size == 1:
+                self._local_size = 1
+            else:
+                with self.collective("the start of the job (finding the ranks on each "
+                                     "machine)"):
+                    node = self.comm.Split_type(self.MPI.COMM_TYPE_SHARED)
+                self._local_size = node.Get_size()
+                node.Free()
+        return self._local_size
 
     def compile_options(self, options: CompileOptions | None) -> CompileOptions:
         """`options` for one rank's step: split for `size` ranks, and, unless given,
@@ -155,7 +169,7 @@ class Job:
             what, _ = pending
             sys.stderr.write(
                 f"{self.prefix()}{self.tool}: error: DP-004 at {what}: expected all "
-                f"{self.size} ranks to join within {self.timeout:g} s, found them still "
+                f"{self.size} ranks to join within {self.timeout:g} s, found some still "
                 "missing (a rank failed or stalled; --collective-timeout sets the "
                 "limit)\n")
             self.abort(1)

@@ -123,7 +123,13 @@ def run_v0(spec: ModelSpec, out: TextIO, *, job: Job | None, files: RunFiles,
     """Train a v0 spec in a data-parallel job (`job`) or alone with checkpoints: the
     lines one process prints, from rank 0."""
     from frame_mlir.runtime.checkpoint import Checkpoint, check_arrays, digest
-    from frame_mlir.runtime.trainer import ENV_CACHE, CompiledSpec, Session, logged_steps
+    from frame_mlir.runtime.trainer import (
+        ENV_CACHE,
+        CompiledSpec,
+        Session,
+        check_host_memory,
+        logged_steps,
+    )
     from frame_mlir.tools.driver import (
         WEIGHT_SUFFIXES,
         check_output_path,
@@ -152,16 +158,22 @@ def run_v0(spec: ModelSpec, out: TextIO, *, job: Job | None, files: RunFiles,
                                               "resume": resume, "checkpoint": checkpoint,
                                               "every": every})
     run_inputs = read_run_files(spec, files)
-    values = initial_values(spec, run_inputs)
     cache = ENV_CACHE if use_cache else None
     if job is not None:
-        from frame_mlir.runtime.data_parallel import DpSession, local_spec
+        from frame_mlir.runtime.data_parallel import local_spec
 
-        options = job.compile_options(options)
-        compiled = CompiledSpec(local_spec(spec, job.size), options=options, cache=cache)
-        session: Any = DpSession(compiled, values, job, spec)
+        compiled = CompiledSpec(local_spec(spec, job.size),
+                                options=job.compile_options(options), cache=cache)
     else:
         compiled = CompiledSpec(spec, options=options, cache=cache)
+    # RT-001 before the random draws, as a plain run does
+    check_host_memory(compiled)
+    values = initial_values(spec, run_inputs)
+    if job is not None:
+        from frame_mlir.runtime.data_parallel import DpSession
+
+        session: Any = DpSession(compiled, values, job, spec)
+    else:
         session = _SingleProcess(Session(compiled, values))
     steps = spec.training.steps
     losses = np.zeros(steps, dtype=np.float32)

@@ -25,7 +25,6 @@ def describe(tool: str, e: BaseException) -> tuple[str, int] | None:
     from frame_mlir.frontend.errors import SpecError
     from frame_mlir.kyn.errors import KynError
     from frame_mlir.passes.pipeline import PipelineError
-
     from frame_mlir.runtime.checkpoint import CheckpointError
     from frame_mlir.runtime.distributed import DistributedError
 
