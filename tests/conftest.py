@@ -50,7 +50,9 @@ os.environ.pop("FRAME_CACHE_MAX_BYTES", None)
 SLOW_FILES = [
     "oracle/test_ops_vs_torch.py",
     "network/test_conformance.py",  # its setup uses two processes of its own
-    "distributed/test_v0_dp.py",  # MPI jobs of 2-3 ranks
+    "distributed/test_network_dp.py",  # MPI jobs of 2-4 ranks
+    "distributed/test_kyn_dp.py",
+    "distributed/test_v0_dp.py",
     "backend/test_gemm.py",
     "passes/test_gemm_outer_loops.py",
     "backend/test_cuda_target.py",

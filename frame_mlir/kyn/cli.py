@@ -3,6 +3,7 @@
     frame-kyn validate PATH            parse, compose, validate, infer shapes
     frame-kyn compile PATH -o OUT.py   write the equivalent PyTorch training script
     frame-kyn train PATH               train natively; writes run_manifest.json
+                                       (under mpirun with --data-parallel: one rank)
     frame-kyn sweep PATH               train every sweep point; writes sweep_results.json
     frame-kyn fmt PATH [--write|--check]
     frame-kyn ast PATH                 print the parsed AST
@@ -73,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "the gpu, gpu-llvm, nvvm and ptx stages")
     t.add_argument("--print-ir-after-all", action="store_true",
                    help="print the IR after every pass to stderr")
+    from frame_mlir.tools.dp_run import add_distributed_arguments
+
+    add_distributed_arguments(t, every="epochs",
+                              default_file="<model>.ckpt.npz in --out-dir")
 
     s = sub.add_parser("sweep", help="train every sweep combination natively",
                        description="Train each point of the sweep's Cartesian product "
@@ -109,12 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load(path: str, params: list[str]) -> Any:
+def _load(path: str, params: list[str], warn: bool = True) -> Any:
+    """The module of `path`; its warnings on stderr when `warn` (rank 0 of a job only:
+    once per job, as one process prints them)."""
     from frame_mlir.kyn.compose import parse_overrides
     from frame_mlir.kyn.pipeline import load_module
 
     module, warnings = load_module(path, parse_overrides(params))
-    for w in warnings:
+    for w in warnings if warn else ():
         print(str(w), file=sys.stderr)
     return module
 
@@ -134,36 +141,82 @@ def _compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_train_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Usage errors (exit 2) of flag combinations `train` does not run."""
+    if args.data_parallel and args.target != "cpu":
+        parser.error("--data-parallel trains on the CPU (--target cpu)")
+    if args.target != "cpu" and (args.checkpoint_every or args.resume):
+        parser.error("--checkpoint-every and --resume apply to --target cpu")
+    if args.emit_stage and (args.checkpoint_every or args.resume):
+        parser.error("--checkpoint-every and --resume need a training run; --emit-stage "
+                     "stops before one")
+
+
 def _train(args: argparse.Namespace) -> int:
     from frame_mlir.kyn.run import run_module
+    from frame_mlir.tools.dp_run import start_job
     from frame_mlir.tools.driver import print_ir_after_all_hook
 
-    module = _load(args.path, args.param)
+    # first, so that any failure from here on names its rank and ends the whole job
+    job = start_job(args, TOOL)
+    root = job is None or job.rank == 0
+    module = _load(args.path, args.param, warn=root)
     if args.check_lock:
         from frame_mlir.kyn.repro import check_lock
 
         check_lock(module, args.check_lock)
     if args.emit_stage:
-        return _emit(module, args)
+        return _emit(module, args, job)
+    checkpoint = _checkpoint_path(args, module.model.name, root)
     if args.target == "cuda":
         from frame_mlir.backend.cuda.driver import CudaDevice
 
         CudaDevice().close()  # no GPU (CUDA-001..003) costs no compile
-    hook = print_ir_after_all_hook(sys.stderr) if args.print_ir_after_all else None
+    # one copy of the IR per job: the ranks compile the same passes
+    hook = print_ir_after_all_hook(sys.stderr) if args.print_ir_after_all and root else None
     run_module(module, args.out_dir, seed=args.seed, quiet=args.quiet,
-               cache=False if args.no_cache else None, after_pass=hook, target=args.target)
+               cache=False if args.no_cache else None, after_pass=hook, target=args.target,
+               job=job, checkpoint=checkpoint, every=args.checkpoint_every,
+               resume=args.resume)
     return 0
 
 
-def _emit(module: Any, args: argparse.Namespace) -> int:
+def _checkpoint_path(args: argparse.Namespace, model: str, root: bool) -> str | None:
+    """Where `--checkpoint-every` writes: `--checkpoint FILE`, by default
+    `<out-dir>/<model>.ckpt.npz`; checked before the run (by rank 0, the one that
+    writes it) so that a bad path fails before training, not after."""
+    if args.checkpoint is not None and args.checkpoint_every is None:
+        raise ValueError("--checkpoint names the file of --checkpoint-every N; give both")
+    if args.checkpoint_every is None:
+        return None
+    path = args.checkpoint or str(Path(args.out_dir) / f"{model}.ckpt.npz")
+    if root:
+        from frame_mlir.tools.driver import check_output_path
+
+        if args.checkpoint is None:  # the out dir is made for the run anyway
+            Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+        check_output_path(path, "--checkpoint", (".npz",))
+    return path
+
+
+def _emit(module: Any, args: argparse.Namespace, job: Any = None) -> int:
     """The training step (its function for train.batch rows, the evaluation function and
-    the optimizer update) at `--emit-stage`."""
-    from frame_mlir.kyn.trainer import check_supported, optimizer_runtime, step_functions
+    the optimizer update) at `--emit-stage`; in a data-parallel job, rank 0's function
+    for its share of the batch, its loss weighted by the share."""
+    from frame_mlir.kyn.trainer import (
+        check_data_parallel,
+        check_supported,
+        optimizer_runtime,
+        step_functions,
+    )
     from frame_mlir.tools.driver import emit_module_stage
 
     check_supported(module)
+    rank, ranks = (job.rank, job.size) if job is not None else (0, 1)
+    check_data_parallel(module, module.train.batch, ranks)
     _, opt = optimizer_runtime(module, 1)
-    fns = step_functions(module, [module.train.batch], module.train.batch, opt)
+    fns = step_functions(module, [module.train.batch], module.train.batch, opt,
+                         rank=rank, ranks=ranks)
     emit_module_stage(fns.module(), None, args.emit_stage, sys.stdout,
                       print_ir_after_all=args.print_ir_after_all, target=args.target)
     return 0
@@ -263,7 +316,10 @@ def main(argv: list[str] | None = None) -> int:
     from frame_mlir.tools.errors import run_cli
 
     def body() -> int:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command == "train":
+            _check_train_flags(parser, args)
         return COMMANDS[args.command](args)
 
     return run_cli(TOOL, body)

@@ -82,8 +82,9 @@ def param_decls(module: KynModule) -> list[ParamDecl]:
 
 
 class _Build:
-    def __init__(self, module: KynModule, batch: int, mode: str):
+    def __init__(self, module: KynModule, batch: int, mode: str, loss_scale: float = 1.0):
         self.m, self.batch, self.mode = module, batch, mode
+        self.loss_scale = loss_scale
         suffix = "_train" if mode == "train" else "_eval"
         self.g = Graph(symbol(module.model.name) + suffix)
         self.args: list[tuple] = []
@@ -209,6 +210,8 @@ class _Build:
                     pre = z
         with self.g.scope("loss"):
             loss = self.loss(h, pre, y)
+            if self.loss_scale != 1.0:  # a rank's weight in a data-parallel batch
+                loss = self.emit(frame.ScaleOp(loss, self.loss_scale))
         if self.mode == "eval":
             fn = self.g.finish([h, loss])
             fn.attributes["frame.inference"] = builtin.UnitAttr()
@@ -222,9 +225,17 @@ class _Build:
         return BuiltKyn(fn, self.args, [n for n, _ in self.stats])
 
 
-def build_train_function(module: KynModule, batch: int) -> BuiltKyn:
-    """The training forward and loss of the trained model for `batch` rows."""
-    return _Build(module, batch, "train").build()
+def build_train_function(module: KynModule, batch: int, loss_scale: float = 1.0
+                         ) -> BuiltKyn:
+    """The training forward and loss of the trained model for `batch` rows.
+
+    `loss_scale` multiplies the loss (and so, through frame-autodiff, every gradient):
+    in a data-parallel job a rank holding `batch` of a global batch's G rows weighs its
+    mean loss by batch / G, so that the allreduced sum of the ranks' losses and
+    gradients is the global batch's mean and its gradient -- the 1/N of the average
+    is computed in the compiled step, not on the host. At 1.0 (one process) no op is
+    emitted: the single-process function is unchanged."""
+    return _Build(module, batch, "train", loss_scale).build()
 
 
 def build_eval_function(module: KynModule, batch: int) -> BuiltKyn:

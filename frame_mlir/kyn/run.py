@@ -1,5 +1,14 @@
 """A whole native run of a `.kyn` module: data, compile, train, evaluate, export, and the
-run manifest (what `frame-kyn train` and each point of `frame-kyn sweep` do)."""
+run manifest (what `frame-kyn train` and each point of `frame-kyn sweep` do).
+
+The same run goes as one rank of a data-parallel job (`job`, `frame-kyn train P
+--data-parallel` under mpirun): every rank reads the data, compiles and trains its share
+of every batch (`KynTrainer`), and rank 0 alone prints (the others' standard output is
+/dev/null), writes files (manifest, export, checkpoints) and reads a checkpoint to
+resume from, which it broadcasts. `--checkpoint-every N` checkpoints carry everything
+the rest of the run depends on, so a resumed run prints the uninterrupted run's lines
+and ends with its parameters, bit for bit.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +18,17 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from frame_mlir.kyn.errors import KynCodegenError, KynDiagnostic
 from frame_mlir.kyn.module import KynModule
 from frame_mlir.kyn.trainer import KynTrainer, TrainReport, check_supported
 
-__all__ = ["RunResult", "load_data", "run_module"]
+if TYPE_CHECKING:
+    from frame_mlir.runtime.checkpoint import Checkpoint
+    from frame_mlir.runtime.distributed import Job
+
+__all__ = ["RunResult", "load_data", "run_description", "run_module"]
 
 
 @dataclass
@@ -51,13 +64,46 @@ def load_data(module: KynModule) -> dict[str, Any]:
     return data
 
 
+#: Keys of the resolved module that do not change what a run computes.
+_NOT_THE_RUN = frozenset({"loc", "source_path", "source_text", "warnings", "path",
+                          "resolved"})
+
+
+def _strip(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k not in _NOT_THE_RUN}
+    if isinstance(value, list | tuple):
+        return [_strip(v) for v in value]
+    return value
+
+
+def run_description(module: KynModule) -> dict[str, Any]:
+    """What makes two runs the same run, so that a checkpoint of one resumes the other:
+    the resolved program (every value after `--param` and `--seed`; not its text, so
+    comments and layout do not count, nor where the files are) and the data's
+    contents. The rank count is not part of it: the parameters are whole on every
+    rank, so a checkpoint resumes on any count (bit for bit on the count that wrote
+    it)."""
+    from frame_mlir.kyn.repro import data_hash
+
+    return {"module": _strip(dataclasses.asdict(module)),
+            "data": data_hash(module.dataset.resolved)}
+
+
 def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None = None,
                stdout: TextIO | None = None, stderr: TextIO | None = None,
                options: Any = None, cache: Any = None, after_pass: Any = None,
                quiet: bool = False, manifest_name: str = "run_manifest.json",
-               target: str = "cpu") -> RunResult:
+               target: str = "cpu", job: Job | None = None,
+               checkpoint: str | None = None, every: int | None = None,
+               resume: str | None = None) -> RunResult:
     """Train `module` natively and write its manifest (and export) under `out_dir`;
-    `target` "cuda" (or "cuda-emulator") runs the steps' kernels on the GPU."""
+    `target` "cuda" (or "cuda-emulator") runs the steps' kernels on the GPU.
+
+    `job`: run as one rank of that data-parallel job (rank 0 prints and writes).
+    `every`: write a checkpoint to `checkpoint` after every `every`-th epoch;
+    `resume`: continue the run saved in that checkpoint (CKPT-002 unless it is a
+    checkpoint of this very run, `run_description`)."""
     from frame_mlir.kyn.export import export_model
     from frame_mlir.kyn.repro import (
         config_hash,
@@ -66,6 +112,7 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
         version,
         write_json_atomic,
     )
+    from frame_mlir.runtime.checkpoint import Checkpoint, digest
     from frame_mlir.runtime.executable import ENV_CACHE
     from frame_mlir.tools.progress import progress
 
@@ -78,10 +125,33 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
         seed = None
     check_supported(module)
     out_dir = Path(out_dir)
+    root = job is None or job.rank == 0
+    run_id = digest(run_description(module))
+    if job is not None:  # every rank must run the same job (DP-003), checked first
+        job.check_same("program and options", {"run": run_id, "resume": resume,
+                                                "checkpoint": checkpoint, "every": every})
+        # the rank's share of the machine's cores; the plain pipeline (the gradient
+        # functions return gradients: the kyn optimizers are functions of their own)
+        options = dataclasses.replace(job.compile_options(options), data_parallel=None)
+    loaded: tuple[Checkpoint, str] | None = None
+    if resume is not None:  # before the compile: a wrong file fails at once. Rank 0
+        # reads it (the rank that writes them) and sends it to the others.
+        ck = Checkpoint.load(resume, module.model.name, run_id) if root else None
+        ck = job.bcast(ck, f"the checkpoint {resume}") if job is not None else ck
+        assert ck is not None
+        loaded = (ck, resume)
     data = load_data(module)
     trainer = KynTrainer(module, len(data["x_train"]), len(data["x_test"]), seed=seed,
                          options=options, cache=ENV_CACHE if cache is None else cache,
-                         after_pass=after_pass, target=target)
+                         after_pass=after_pass, target=target, job=job)
+    if job is not None:  # every rank compiled and set up: the steps start together
+        job.barrier("the start of training (every rank compiling its step)")
+
+    def save(ck: Checkpoint) -> None:
+        assert checkpoint is not None
+        Path(checkpoint).parent.mkdir(parents=True, exist_ok=True)
+        ck.save(checkpoint)
+
     stack = contextlib.ExitStack()
     epochs = module.train.epochs
 
@@ -100,16 +170,19 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
             out.flush()
 
     try:
-        report = trainer.fit(data, progress=bar, on_epoch=on_epoch, out_dir=out_dir)
+        report = trainer.fit(data, progress=bar if root else None, on_epoch=on_epoch,
+                             out_dir=out_dir, resume=loaded, every=every,
+                             on_checkpoint=save if checkpoint is not None else None,
+                             run_id=run_id)
     finally:
         stack.close()
     for name, value in report.metrics.items():
         out.write(f"metric {name} {value:.9g}\n")
-    if report.stopped_early:
+    if report.stopped_early and root:
         err.write(f"frame-kyn: early stop after epoch {report.epochs_run} (no held-out "
                   f"improvement for {module.train.early_stop} epochs)\n")
     export_path = None
-    if module.export is not None:
+    if module.export is not None and root:
         base = str(out_dir)
         export_path = export_model(module.export, module.model, trainer.state_dict(), base,
                                    source=module.source_path)
@@ -133,6 +206,7 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
         "train_seconds": round(report.train_seconds, 6),
     }
     path = out_dir / manifest_name
-    write_json_atomic(path, manifest)  # KynML's fields first, then ours
+    if root:
+        write_json_atomic(path, manifest)  # KynML's fields first, then ours
     out.write(f"manifest {path}\n")
     return RunResult(report, manifest, str(path), export_path, trainer)

@@ -20,37 +20,42 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-import numpy as np
-
 if TYPE_CHECKING:
+    import numpy as np
+
     from frame_mlir.compile_options import CompileOptions
     from frame_mlir.frontend.spec import ModelSpec
     from frame_mlir.runtime.distributed import Job
     from frame_mlir.tools.driver import RunFiles
 
 
-def add_distributed_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of data-parallel jobs and checkpoints."""
+def add_distributed_arguments(
+        p: argparse.ArgumentParser, *,
+        every: str = "steps (v0 specs) or epochs (networks)",
+        default_file: str = "<model>.ckpt.npz in the current folder") -> None:
+    """The options of data-parallel jobs and checkpoints (frame-run's and, with its
+    own `every` unit and `default_file`, frame-kyn train's)."""
     g = p.add_argument_group("data-parallel training and checkpoints (see "
                              "docs/distributed.md)")
     g.add_argument("--data-parallel", action="store_true",
-                   help="train as one rank of an MPI job (mpirun -n N ...): each global "
-                   "batch split evenly over the ranks, gradients summed by allreduce "
-                   "(needs pip install 'frame-mlir[mpi]' and an MPI library)")
+                   help="train as one rank of an MPI job (mpirun -n N ...): rank r takes "
+                   "rows [r*B/N, (r+1)*B/N) of every batch of B rows, gradients summed by "
+                   "one allreduce per step (needs pip install 'frame-mlir[mpi]' and an "
+                   "MPI library)")
     g.add_argument("--collective-timeout", metavar="SECONDS",
                    help="with --data-parallel: how long a rank waits for the others in a "
                    "collective before it ends the job (default 300, or FRAME_DP_TIMEOUT)")
-    g.add_argument("--checkpoint-every", metavar="N", type=_positive,
-                   help="write a checkpoint every N steps (v0 specs) or epochs "
-                   "(networks): parameters, optimizer state and progress")
+    g.add_argument("--checkpoint-every", metavar="N", type=positive_int,
+                   help=f"write a checkpoint every N {every}: parameters, optimizer state "
+                   "and progress (--resume continues it)")
     g.add_argument("--checkpoint", metavar="FILE.npz",
-                   help="the checkpoint file of --checkpoint-every (default "
-                   "<model>.ckpt.npz in the current folder)")
+                   help=f"the checkpoint file of --checkpoint-every (default {default_file})")
     g.add_argument("--resume", metavar="FILE.npz",
                    help="continue the run saved in a checkpoint of this model")
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
     try:
         n = int(text)
     except ValueError:
@@ -119,9 +124,11 @@ class _SingleProcess:
 def run_v0(spec: ModelSpec, out: TextIO, *, job: Job | None, files: RunFiles,
            options: CompileOptions | None, use_cache: bool, checkpoint: str | None,
            every: int | None, resume: str | None, print_predictions: bool,
-           tool: str = "frame-run") -> int:
+           print_ir_after_all: bool = False, tool: str = "frame-run") -> int:
     """Train a v0 spec in a data-parallel job (`job`) or alone with checkpoints: the
     lines one process prints, from rank 0."""
+    import numpy as np
+
     from frame_mlir.runtime.checkpoint import Checkpoint, check_arrays, digest
     from frame_mlir.runtime.trainer import (
         ENV_CACHE,
@@ -159,13 +166,18 @@ def run_v0(spec: ModelSpec, out: TextIO, *, job: Job | None, files: RunFiles,
                                               "every": every})
     run_inputs = read_run_files(spec, files)
     cache = ENV_CACHE if use_cache else None
+    hook = None
+    if print_ir_after_all and root:
+        from frame_mlir.tools.driver import print_ir_after_all_hook
+
+        hook = print_ir_after_all_hook(sys.stderr)
     if job is not None:
         from frame_mlir.runtime.data_parallel import local_spec
 
-        compiled = CompiledSpec(local_spec(spec, job.size),
+        compiled = CompiledSpec(local_spec(spec, job.size), after_pass=hook,
                                 options=job.compile_options(options), cache=cache)
     else:
-        compiled = CompiledSpec(spec, options=options, cache=cache)
+        compiled = CompiledSpec(spec, after_pass=hook, options=options, cache=cache)
     # RT-001 before the random draws, as a plain run does
     check_host_memory(compiled)
     values = initial_values(spec, run_inputs)

@@ -175,7 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                           use_cache=not args.no_cache,
                           checkpoint=checkpoint_path(args, spec.name),
                           every=args.checkpoint_every, resume=args.resume,
-                          print_predictions=args.print_predictions)
+                          print_predictions=args.print_predictions,
+                          print_ir_after_all=args.print_ir_after_all)
         if args.target != "cpu":
             from frame_mlir.tools.cuda_run import run_cuda_training
 

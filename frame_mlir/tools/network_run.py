@@ -5,23 +5,35 @@ the network's weighted loss, before each step's update), plus ` accuracy A` on t
 held-out split when a SoftmaxWithLoss / NLLLoss operator pairs scores with a label
 input -- then `final_loss V`. Notes (dropped samples) and the closing summary go to
 stderr; a tqdm bar shows on a terminal only.
+
+`--data-parallel` (under `mpirun -n N`) trains each global batch split over the ranks
+(`frame_mlir/network/data_parallel.py`); rank 0 prints one process's lines.
+`--checkpoint-every N` writes the parameters, the solver state and the lines printed so
+far every N epochs (rank 0 alone, atomically); `--resume FILE` continues such a run
+and prints the whole run's lines, ending with the uninterrupted run's weights, bit for
+bit, on the same rank count (or without --data-parallel, as it was written).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
+import io
 import math
+import os
 import sys
 import time
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
 if TYPE_CHECKING:
     from frame_mlir.compile_options import CompileOptions
+    from frame_mlir.frontend.network.data import DataSource
     from frame_mlir.frontend.network.loader import NetworkSpec
-    from frame_mlir.network.model import Network
+    from frame_mlir.network.model import SGD, Adam, Network
+    from frame_mlir.runtime.checkpoint import Checkpoint
 
 #: The reference's solver defaults (dlprimitives' sgd.hpp / adam.hpp).
 SOLVER_DEFAULTS = {"sgd": {"lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4},
@@ -137,10 +149,19 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
                 options: CompileOptions | None, print_ir_after_all: bool = False,
                 use_cache: bool = True, target: str = "cpu") -> int:
     """Train `spec` as the command line says; returns the exit status. `target` "cuda"
-    (or "cuda-emulator") runs every step's kernels on the GPU."""
+    (or "cuda-emulator") runs every step's kernels on the GPU.
+
+    In a data-parallel job (`--data-parallel`: `distributed.current()` is the job) every
+    rank trains its share of each global batch (`frame_mlir/network/data_parallel.py`)
+    and rank 0 prints the lines one process prints. `--checkpoint-every N` writes a
+    checkpoint every N epochs (rank 0 alone); `--resume FILE` continues one, printing
+    the lines before it from the checkpoint, and ends as the uninterrupted run does."""
     from frame_mlir.frontend.network.data import InputDecl, batches, load_source
     from frame_mlir.frontend.network.loader import OutputSpec
     from frame_mlir.network.model import SGD, Adam, Network
+    from frame_mlir.runtime import distributed
+    from frame_mlir.runtime.checkpoint import digest
+    from frame_mlir.tools.dp_run import checkpoint_path
     from frame_mlir.tools.driver import check_output_path, format_loss
     from frame_mlir.tools.progress import progress, summary_line
 
@@ -153,6 +174,11 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     solver_kind = args.solver or "sgd"
     if solver_kind == "adam" and (args.momentum is not None or args.semantics is not None):
         raise ValueError("--momentum and --semantics apply to --solver sgd only")
+    job = distributed.current()
+    root = job is None or job.rank == 0
+    every: int | None = getattr(args, "checkpoint_every", None)
+    resume: str | None = getattr(args, "resume", None)
+    ckpt_file = checkpoint_path(args, spec.name) if hasattr(args, "checkpoint") else None
     if args.save_weights:  # before the run, not after it
         check_output_path(args.save_weights, "--save-weights", NETWORK_WEIGHT_SUFFIXES)
     if args.plot:
@@ -164,19 +190,12 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     seed = 0 if args.seed is None else args.seed
     decls = [InputDecl(i.name, i.shape, i.dtype) for i in spec.inputs]
     data = load_source(args.data, decls, seed=seed)
+    declared = spec  # the network as written: what a checkpoint's digest covers
     pair = _accuracy_pair(spec)
     if pair is not None and not any(o.value == pair[0] for o in spec.outputs):
         # the scores become one more output, so the test graph returns them
         spec = dataclasses.replace(spec, outputs=(
             *spec.outputs, OutputSpec(pair[0], pair[0], None)))
-    net: Network = Network(spec, seed=seed, options=options, target=target,
-                           **({} if use_cache else {"cache": None}))
-    if print_ir_after_all:
-        from frame_mlir.tools.driver import print_ir_after_all_hook
-
-        net.after_pass = print_ir_after_all_hook(sys.stderr)
-    if args.load_weights:
-        net.load_weights(args.load_weights)
     d = SOLVER_DEFAULTS[solver_kind]
     lr0 = d["lr"] if args.lr is None else args.lr
     wd = d["weight_decay"] if args.weight_decay is None else args.weight_decay
@@ -186,29 +205,93 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
                      args.semantics or "dlprim")
     else:
         solver = Adam(lr0, weight_decay=wd)
+    epochs = args.epochs or 1
+    run_id = ""
+    if job is not None or ckpt_file is not None or resume is not None:
+        run_id = digest(network_run_digest(declared, args, data, solver, epochs, seed))
+    local = spec
+    reductions: dict[str, str] = {}
+    if job is not None:
+        from frame_mlir.network.data_parallel import (
+            batch_norm_operators,
+            local_network_spec,
+            loss_reductions,
+        )
+
+        # every rank must run the same job (DP-003), checked before anything is compiled
+        job.check_same("network and options", {
+            "run": run_id, "epochs": epochs, "resume": resume, "checkpoint": ckpt_file,
+            "every": every, "save_weights": args.save_weights})
+        reductions = loss_reductions(spec)
+        local = local_network_spec(spec, job.size, reductions)
+        # The network's step is split on the host (gradient function, allreduce, update
+        # function); frame-dp-split splits fused train steps, which networks do not use.
+        options = dataclasses.replace(job.compile_options(options), data_parallel=None)
+        bn = batch_norm_operators(spec)
+        if bn and job.size > 1 and root:
+            sys.stderr.write(
+                f"frame-run: note: --data-parallel: BatchNorm ({', '.join(bn)}) normalises "
+                f"with each rank's local batch of {local.inputs[0].shape[0]} samples, not "
+                f"the global batch of {spec.inputs[0].shape[0]} (no synchronised batch "
+                "statistics), so training differs from one process; the running "
+                "statistics are averaged over the ranks every step\n")
+    net: Network = Network(local, seed=seed, options=options, target=target,
+                           **({} if use_cache else {"cache": None}))
+    if print_ir_after_all:
+        from frame_mlir.tools.driver import print_ir_after_all_hook
+
+        net.after_pass = print_ir_after_all_hook(sys.stderr)
+    if args.load_weights:
+        net.load_weights(args.load_weights)
+    resumed = None
+    if resume is not None:  # a bad checkpoint fails before anything is compiled
+        resumed = _load_checkpoint(resume, spec.name, run_id, net, solver_kind, epochs)
+    weights = {o.name: o.loss_weight for o in spec.losses}
     t0 = time.perf_counter()
-    trainer = net.trainer(solver)
+    trainer: Any
+    if job is not None:
+        from frame_mlir.network.data_parallel import DpTrainer, dp_accuracy, rank_feed
+
+        trainer = DpTrainer(net, solver, job, reductions, weights)
+        step_loss = trainer.step
+    else:
+        trainer = net.trainer(solver)
+
+        def step_loss(feed: dict[str, np.ndarray]) -> float:
+            outs = trainer.step(feed)
+            return sum(w * float(outs[n][0]) for n, w in weights.items())
     net.compile(test_mode=data.held_out is not None and pair is not None)
     compile_seconds = time.perf_counter() - t0
-    weights = {o.name: o.loss_weight for o in spec.losses}
-    epochs = args.epochs or 1
     per_epoch = data.train.samples // spec.inputs[0].shape[0]
     total_steps = epochs * per_epoch
-    history: list[dict[str, float | int | None]] = []
+    dropped = data.train.samples - per_epoch * spec.inputs[0].shape[0]
+    if dropped and root:
+        sys.stderr.write(f"frame-run: note: {dropped} of {data.train.samples} training "
+                         "samples form no full batch and are dropped each epoch\n")
+    history: list[dict[str, Any]] = []
     step = 0
+    first_epoch = 0
     final = float("nan")
+    if resumed is not None:
+        first_epoch, history, step, final = _restore(resumed, net, trainer)
+    if job is not None:  # every rank compiled and set up: the steps start together
+        job.barrier("the start of training (every rank compiling its network)")
+    for entry in history:  # the lines of the epochs before the checkpoint
+        out.write(_epoch_line(entry))
+    out.flush()
+    start_step = step
+    quiet = io.StringIO()  # the other ranks draw no progress bar
     t_train = time.perf_counter()
-    for epoch in range(epochs):
-        feeds, dropped = batches(data.train, decls, shuffle=True, seed=seed, epoch=epoch)
-        if epoch == 0 and dropped:
-            sys.stderr.write(f"frame-run: note: {dropped} of {data.train.samples} training "
-                             "samples form no full batch and are dropped each epoch\n")
+    for epoch in range(first_epoch, epochs):
+        feeds, _ = batches(data.train, decls, shuffle=True, seed=seed, epoch=epoch)
         losses = []
-        with progress(per_epoch, f"epoch {epoch + 1}/{epochs}") as bar:
+        with progress(per_epoch, f"epoch {epoch + 1}/{epochs}",
+                      None if root else quiet) as bar:
             for feed in feeds:
+                if job is not None:  # this rank's rows of the global batch
+                    feed = rank_feed(feed, job.rank, job.size)
                 solver.lr = scheduled_lr(lr0, args.schedule, epoch, step, total_steps)
-                outs = trainer.step(feed)
-                loss = sum(w * float(outs[n][0]) for n, w in weights.items())
+                loss = step_loss(feed)
                 losses.append(loss)
                 step += 1
                 bar.set_postfix(loss=loss)
@@ -217,27 +300,144 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
         mean = float(np.mean(losses))
         acc = None
         if data.held_out is not None and pair is not None:
-            acc = _accuracy(net, data.held_out, decls, pair)
-        line = f"epoch {epoch + 1} loss {format_loss(mean)}"
-        if acc is not None:
-            line += f" accuracy {acc:.4f}"
-        out.write(line + "\n")
+            acc = (_accuracy(net, data.held_out, decls, pair) if job is None else
+                   dp_accuracy(net, data.held_out, decls, pair, job))
+        entry = {"epoch": epoch + 1, "loss": mean, "accuracy": acc}
+        out.write(_epoch_line(entry))
         out.flush()
-        history.append({"epoch": epoch + 1, "loss": mean, "accuracy": acc})
+        history.append(entry)
+        if every is not None and (epoch + 1) % every == 0 and root:
+            assert ckpt_file is not None
+            _save_checkpoint(ckpt_file, spec.name, run_id, epoch + 1, net, trainer,
+                             history, step, final)
     train_seconds = time.perf_counter() - t_train
     out.write(f"final_loss {format_loss(final)}\n")
+    if job is not None and os.environ.get("FRAME_DP_PROFILE") == "1":
+        sys.stderr.write(trainer.profile_line(step - start_step))
+    if not root:  # rank 0 writes the files and the summary (the ranks' weights agree)
+        return 0
     if args.save_weights:
         net.save_weights(args.save_weights)
     if args.plot:
         from frame_mlir.tools.plot import plot_curves
 
         plot_curves(args.plot, history)
-    sys.stderr.write(summary_line("frame-run", spec.name, compile_seconds, step,
+    sys.stderr.write(summary_line("frame-run", spec.name, compile_seconds, step - start_step,
                                   train_seconds, time.perf_counter() - t_start))
     if not math.isfinite(final):
         sys.stderr.write("frame-run: warning: training diverged: the last loss is "
                          f"{format_loss(final)} (the learning rate may be too large)\n")
     return 0
+
+
+def _epoch_line(entry: dict[str, Any]) -> str:
+    """`epoch N loss V[ accuracy A]`, with its newline."""
+    from frame_mlir.tools.driver import format_loss
+
+    line = f"epoch {entry['epoch']} loss {format_loss(entry['loss'])}"
+    if entry["accuracy"] is not None:
+        line += f" accuracy {entry['accuracy']:.4f}"
+    return line + "\n"
+
+
+def network_run_digest(spec: NetworkSpec, args: argparse.Namespace, data: DataSource,
+                       solver: SGD | Adam, epochs: int, seed: int) -> dict[str, Any]:
+    """What makes two network runs the same run (a checkpoint's digest, and what the
+    ranks of a job compare): the network, the data (a hash of its arrays, so the same
+    data under another path is the same run), the seed, the solver and its options,
+    the schedule, the initial weights (a hash of the file). Not the epoch count (a run
+    may be resumed for more epochs) unless the schedule is cosine (the rate of every
+    step depends on it); not the rank count or the threads (the parameters are the
+    same, the rank count changes only their rounding)."""
+    cosine = args.schedule is not None and args.schedule[0] == "cosine"
+    weights = None
+    if args.load_weights:
+        try:
+            with open(args.load_weights, "rb") as f:
+                weights = hashlib.sha256(f.read()).hexdigest()
+        except OSError:  # loading the weights reports it, in its own words
+            weights = args.load_weights
+    return {"network": spec.doc or repr((spec.inputs, spec.outputs, spec.operators)),
+            "name": spec.name, "data_sha256": _data_hash(data),
+            "seed": seed, "solver": {"kind": solver.kind, **dataclasses.asdict(solver)},
+            "schedule": None if args.schedule is None else list(args.schedule),
+            "epochs": epochs if cosine else None, "load_weights_sha256": weights}
+
+
+def _data_hash(data: DataSource) -> str:
+    """sha256 of every array of the data source (names, dtypes, shapes and bytes)."""
+    h = hashlib.sha256()
+    for split_name, split in (("train", data.train), ("held_out", data.held_out)):
+        if split is None:
+            continue
+        for name in sorted(split.arrays):
+            a = np.ascontiguousarray(split.arrays[name])
+            h.update(f"{split_name}/{name}:{a.dtype.str}:{a.shape}".encode())
+            h.update(memoryview(a).cast("B"))
+    return h.hexdigest()
+
+
+def _state_name(kind: str, param: str) -> str:
+    return f"{kind}/{param}"
+
+
+def _load_checkpoint(path: str, model: str, run_id: str, net: Network, solver_kind: str,
+                     epochs: int) -> Checkpoint:
+    """`--resume path`: a checkpoint of this run (CKPT-002 otherwise) holding every
+    parameter and solver state of this network, and its history (CKPT-001 otherwise)."""
+    from frame_mlir.frontend.network.solvers import STATES
+    from frame_mlir.runtime.checkpoint import Checkpoint, CheckpointError, check_arrays
+
+    ck = Checkpoint.load(path, model, run_id)
+    check_arrays(path, "param", ck.params, {p.name: p.shape for p in net.param_infos})
+    shapes = {p.name: p.shape for p in net.param_infos}
+    check_arrays(path, "state", ck.state, {_state_name(k, p): shapes[p]
+                                           for k in STATES[solver_kind] for p in net.trainable})
+    h = ck.history
+    entries = h.get("epochs")
+    ok = (isinstance(entries, list) and len(entries) == ck.step
+          and all(isinstance(e, dict) and e.get("epoch") == i + 1
+                  and isinstance(e.get("loss"), float | int)
+                  and (e.get("accuracy") is None or isinstance(e.get("accuracy"), float | int))
+                  for i, e in enumerate(entries))
+          and isinstance(h.get("steps"), int) and isinstance(h.get("final_loss"), float | int))
+    if not ok:
+        raise CheckpointError("CKPT-001", f"{path}:meta/history", f"the history of its "
+                              f"{ck.step} epochs (losses, accuracies, steps)",
+                              "a missing or malformed one")
+    if ck.step > epochs:
+        raise CheckpointError("CKPT-002", path, "a checkpoint of at most the run's "
+                              f"--epochs {epochs}", f"one of {ck.step} epochs")
+    return ck
+
+
+def _restore(ck: Checkpoint, net: Network, trainer: Any
+             ) -> tuple[int, list[dict[str, Any]], int, float]:
+    """Put a checkpoint's parameters and solver state in place; (epochs done, their
+    history, steps done, the last step's loss)."""
+    net.set_parameters(ck.params)
+    for kind, per_param in trainer.state.items():
+        for p, buf in per_param.items():
+            np.copyto(buf, ck.state[_state_name(kind, p)])
+    steps = int(ck.history["steps"])
+    trainer.t = steps  # Adam's bias corrections go on from the step reached
+    history = [{"epoch": int(e["epoch"]), "loss": float(e["loss"]),
+                "accuracy": None if e["accuracy"] is None else float(e["accuracy"])}
+               for e in ck.history["epochs"]]
+    return ck.step, history, steps, float(ck.history["final_loss"])
+
+
+def _save_checkpoint(path: str, model: str, run_id: str, epochs_done: int, net: Network,
+                     trainer: Any, history: list[dict[str, Any]], steps: int,
+                     final: float) -> None:
+    """Write the run's state after `epochs_done` epochs (atomically)."""
+    from frame_mlir.runtime.checkpoint import Checkpoint
+
+    state = {_state_name(kind, p): buf.copy()
+             for kind, per_param in trainer.state.items() for p, buf in per_param.items()}
+    Checkpoint(model, run_id, epochs_done, net.parameters(), state,
+               history={"epochs": list(history), "steps": steps, "final_loss": final}
+               ).save(path)
 
 
 def _accuracy(net: Network, split: object, decls: list, pair: tuple[str, str]) -> float:
@@ -262,12 +462,20 @@ def emit_network_stage(spec: NetworkSpec, stage: str, out: TextIO, *,
                        arch: str = "sm_80") -> None:
     """`--emit-stage` for a network: its training function (and gradient), as for a v0
     spec (no SGD is fused: the solver's update is a function of its own); `target`
-    "cuda" for the CUDA stages."""
+    "cuda" for the CUDA stages. In a data-parallel job: one rank's, at its share of the
+    batch."""
     from xdsl.dialects import builtin
 
     from frame_mlir.frontend.network.lower import build_function
+    from frame_mlir.runtime.distributed import current
     from frame_mlir.tools.driver import emit_module_stage
 
+    job = current()
+    if job is not None:  # one rank's share of the batch, as --data-parallel compiles it
+        from frame_mlir.network.data_parallel import local_network_spec, loss_reductions
+
+        spec = local_network_spec(spec, job.size, loss_reductions(spec))
+        options = job.compile_options(options)
     module = builtin.ModuleOp([build_function(spec, "train").fn])
     emit_module_stage(module, None, stage, out, print_ir_after_all=print_ir_after_all,
                       options=options, target=target, arch=arch)
