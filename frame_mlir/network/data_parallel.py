@@ -262,13 +262,9 @@ class DpTrainer:
 
     def profile_line(self, steps: int) -> str:
         """Where one step's time went on this rank (`FRAME_DP_PROFILE=1` prints it)."""
-        total = float(self.seconds.sum())
-        grad, comm, update = (float(v) for v in self.seconds)
-        per = 1e3 / max(steps, 1)
-        return (f"rank {self.job.rank}/{self.job.size}: {steps} steps, per step: "
-                f"forward+backward {grad * per:.3f} ms, allreduce of {self.flat.nbytes} "
-                f"bytes {comm * per:.3f} ms, update {update * per:.3f} ms; allreduce "
-                f"share {100 * comm / max(total, 1e-12):.1f}%\n")
+        from frame_mlir.runtime.distributed import profile_line
+
+        return profile_line(self.job, steps, self.seconds, self.flat.nbytes)
 
 
 def dp_accuracy(network: Network, split: Any, decls: list[Any], pair: tuple[str, str],

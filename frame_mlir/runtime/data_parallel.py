@@ -151,14 +151,10 @@ class DpSession:
         return float(self.shared[-1] / self.scale)
 
     def profile_line(self, steps: int) -> str:
-        """Where one step's time went, on this rank (`FRAME_DP_PROFILE=1` prints it)."""
-        total = float(self.seconds.sum())
-        grad, comm, update = (float(v) for v in self.seconds)
-        return (f"rank {self.job.rank}/{self.job.size}: {steps} steps, per step: "
-                f"forward+backward {1e3 * grad / max(steps, 1):.3f} ms, allreduce of "
-                f"{self.shared.nbytes} bytes {1e3 * comm / max(steps, 1):.3f} ms, update "
-                f"{1e3 * update / max(steps, 1):.3f} ms; allreduce share "
-                f"{100 * comm / max(total, 1e-12):.1f}%\n")
+        """Where one step's time went on this rank (`FRAME_DP_PROFILE=1` prints it)."""
+        from frame_mlir.runtime.distributed import profile_line
+
+        return profile_line(self.job, steps, self.seconds, self.shared.nbytes)
 
     def run(self, first: int, steps: int) -> np.ndarray:
         """Steps `first` .. `first + steps - 1`; their losses."""

@@ -290,3 +290,16 @@ def rank_rows(array: np.ndarray, rank: int, ranks: int) -> np.ndarray:
 def stack_rows(parts: Sequence[np.ndarray]) -> np.ndarray:
     """`rank_rows`' inverse."""
     return np.concatenate(list(parts), axis=0)
+
+
+def profile_line(job: Job, steps: int, seconds: np.ndarray, nbytes: int) -> str:
+    """Where one step's time went on this rank, from the seconds spent in (forward +
+    backward, allreduce, update) over `steps` steps: what `FRAME_DP_PROFILE=1` prints.
+    The allreduce's time includes waiting for the slowest rank to reach it."""
+    total = float(seconds.sum())
+    grad, comm, update = (float(v) for v in seconds)
+    per = 1e3 / max(steps, 1)
+    return (f"rank {job.rank}/{job.size}: {steps} steps, per step: forward+backward "
+            f"{grad * per:.3f} ms, allreduce of {nbytes} bytes {comm * per:.3f} ms, "
+            f"update {update * per:.3f} ms; allreduce share "
+            f"{100 * comm / max(total, 1e-12):.1f}%\n")
