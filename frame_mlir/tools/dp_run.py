@@ -138,26 +138,19 @@ def run_v0(spec: ModelSpec, out: TextIO, *, job: Job | None, files: RunFiles,
         logged_steps,
     )
     from frame_mlir.tools.driver import (
-        WEIGHT_SUFFIXES,
-        check_output_path,
+        check_run_outputs,
         finish_losses,
+        finish_run,
         format_loss,
         format_predictions,
         initial_values,
         read_run_files,
         save_weights_file,
     )
-    from frame_mlir.tools.progress import is_tty, summary_line
 
     t_start = time.perf_counter()
     root = job is None or job.rank == 0
-    if files.save_weights is not None:
-        check_output_path(files.save_weights, "--save-weights", WEIGHT_SUFFIXES)
-    if files.plot is not None:
-        from frame_mlir.tools.plot import require_matplotlib
-
-        require_matplotlib()
-        check_output_path(files.plot, "--plot")
+    check_run_outputs(files)
     run_id = digest(v0_run_digest(spec, files))
     if job is not None:  # every rank must run the same job (DP-003), checked first
         job.check_same("model and options", {"run": run_id, "steps": spec.training.steps,
@@ -234,13 +227,5 @@ def run_v0(spec: ModelSpec, out: TextIO, *, job: Job | None, files: RunFiles,
     if params is not None:
         assert files.save_weights is not None
         save_weights_file(files.save_weights, list(params.items()))
-    if files.plot is not None:
-        from frame_mlir.tools.plot import plot_losses
-
-        plot_losses(files.plot, losses, title=f"{spec.name}: training loss")
-    if is_tty(sys.stderr):
-        out.flush()
-        sys.stderr.write(summary_line(tool, spec.name, compiled.compile_seconds, steps,
-                                      train_seconds, time.perf_counter() - t_start,
-                                      cached=compiled.from_cache))
+    finish_run(out, spec, files, losses, compiled, train_seconds, t_start, tool)
     return 0

@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # xDSL loads only where IR is built: a cached run never needs
     from frame_mlir.compile_options import CompileOptions
     from frame_mlir.frontend.network.loader import NetworkSpec
     from frame_mlir.runtime.random import InitialValues
-    from frame_mlir.runtime.trainer import Session
+    from frame_mlir.runtime.trainer import CompiledSpec, Session
     from frame_mlir.tools.progress import Progress
 
 
@@ -576,17 +576,11 @@ def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = Fal
         check_host_memory,
         logged_steps,
     )
-    from frame_mlir.tools.progress import is_tty, progress, summary_line
+    from frame_mlir.tools.progress import progress
 
     t_start = time.perf_counter()
     files = files or RunFiles()
-    if files.save_weights is not None:
-        check_output_path(files.save_weights, "--save-weights", WEIGHT_SUFFIXES)
-    if files.plot is not None:
-        from frame_mlir.tools.plot import require_matplotlib
-
-        require_matplotlib()
-        check_output_path(files.plot, "--plot")
+    check_run_outputs(files)
     run_inputs = read_run_files(spec, files)
     hook = print_ir_after_all_hook(sys.stderr) if print_ir_after_all else None
     compiled = CompiledSpec(spec, after_pass=hook, cache=ENV_CACHE if use_cache else None,
@@ -609,16 +603,37 @@ def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = Fal
         out.write(format_predictions(spec, session.predict()))
     if files.save_weights is not None:
         save_weights_file(files.save_weights, list(session.params().items()))
+    finish_run(out, spec, files, losses, compiled, train_seconds, t_start, tool)
+    return 0
+
+
+def check_run_outputs(files: RunFiles) -> None:
+    """Before a v0 run: the files it will write can be written (suffix, folder; the
+    plot's matplotlib), so that a mistake there costs no compile and no training."""
+    if files.save_weights is not None:
+        check_output_path(files.save_weights, "--save-weights", WEIGHT_SUFFIXES)
+    if files.plot is not None:
+        from frame_mlir.tools.plot import require_matplotlib
+
+        require_matplotlib()
+        check_output_path(files.plot, "--plot")
+
+
+def finish_run(out: TextIO, spec: ModelSpec, files: RunFiles, losses: np.ndarray,
+               compiled: CompiledSpec, train_seconds: float, t_start: float, tool: str) -> None:
+    """The end of a v0 run: the loss plot (`--plot`), and on a terminal the summary
+    line (compile seconds, steps/s)."""
+    from frame_mlir.tools.progress import is_tty, summary_line
+
     if files.plot is not None:
         from frame_mlir.tools.plot import plot_losses
 
         plot_losses(files.plot, losses, title=f"{spec.name}: training loss")
     if is_tty(sys.stderr):
         out.flush()
-        sys.stderr.write(summary_line(tool, spec.name, compiled.compile_seconds, steps,
+        sys.stderr.write(summary_line(tool, spec.name, compiled.compile_seconds, len(losses),
                                       train_seconds, time.perf_counter() - t_start,
                                       cached=compiled.from_cache))
-    return 0
 
 
 def finish_losses(out: TextIO, losses: np.ndarray, spec: ModelSpec, tool: str) -> None:
