@@ -10,42 +10,45 @@ rank with no exchange.
 Does: replaces `@f_grad` with two functions, the halves of the train step that run
 either side of the allreduce:
 
-    @f_dp_grad(args of @f_grad) -> (tensor<(S+1)xf32> {shared}, tensor<Lxf32> {local})
-        forward and backward; `shared` = the gradients of the other (replicated)
-        parameters, flattened and concatenated in argument order, then the loss;
-        `local` = the per-sample parameters' gradients likewise (absent when L = 0)
-    @f_dp_update(p1, ..., pn, %shared, %local) -> (p1', ..., pn')
-        pi' = frame.sgd_update pi, <gi sliced out of shared or local>, lr / ranks
+    @f_dp_grad(args of @f_grad) -> (loss, g1, ..., gn)
+        forward and backward, as @f_grad (each result written to a buffer of the
+        host's: the host lays the loss and the replicated parameters' gradients out
+        in one flat, contiguous buffer, see `frame.dp_exchange`)
+    @f_dp_update(p1, ..., pn, g1, ..., gn) -> (p1', ..., pn')
+        pi' = frame.sgd_update pi, gi, lr / ranks
 
-`shared` is the one flat, contiguous buffer the host sums over the ranks with a single
-allreduce (the loss rides along as its last element, so the ranks' losses are summed
-by the same call). Every rank computes the mean loss over its own 1/ranks of the
-batch, so the sum of the ranks' gradients is `ranks` times the gradient of the mean
-over the whole batch; the update divides by `ranks` by using the rate `lr / ranks`
-(for a power-of-two rank count that scaling is exact). The local gradients are
-scaled the same way: each is the rank's share of the mean, taken over a batch
-`ranks` times smaller.
+`frame.dp_exchange` on `@f_dp_grad` lists, per result, 1 where the ranks sum it (the
+loss and the gradients of replicated parameters) and 0 where it stays on the rank
+(per-sample parameters). The host allocates the summed results as consecutive
+segments of one flat buffer (each 64-byte aligned, the loss last), so that one
+allreduce on that buffer exchanges them all, and nothing is copied: the gradient
+kernels write into it, and the update reads from it. Every rank computes the mean
+loss over its own 1/ranks of the batch, so the sum of the ranks' gradients is `ranks`
+times the gradient of the mean over the whole batch; the update divides by `ranks`
+by using the rate `lr / ranks` (for a power-of-two rank count that scaling is exact).
+The local gradients are scaled the same way: each is the rank's share of the mean,
+taken over a batch `ranks` times smaller.
 Guarantees: each parameter argument of `@f_dp_update` is donated to its result
 (`frame.aliasing_output`), so bufferization updates it in place, as frame-sgd-fuse's
 train step does; with `ranks = 1` the update is frame-sgd-fuse's, applied after the
-whole backward pass instead of inside it. `@f_dp_grad` carries `frame.dp_grad = "f"`
-and `@f_dp_update` carries `frame.dp_update = "f"`, with `frame.dp_ranks` on both.
+whole backward pass as frame-sgd-fuse places it too (the same bits). `@f_dp_grad`
+carries `frame.dp_grad = "f"` and `@f_dp_update` carries `frame.dp_update = "f"`, with
+`frame.dp_ranks` on both.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import TensorType, f32
+from xdsl.dialects.builtin import DenseArrayBase, TensorType, f32
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from frame_mlir.dialects import frame
-from frame_mlir.passes.common import fail, set_arg_attr, update_function_type
+from frame_mlir.passes.common import fail, set_arg_attr
 from frame_mlir.passes.frame_autodiff import LAYER, STAGE, param_indices
 from frame_mlir.passes.frame_sgd_fuse import learning_rate
 
@@ -53,22 +56,11 @@ from frame_mlir.passes.frame_sgd_fuse import learning_rate
 PER_SAMPLE = "frame.per_sample"
 
 
-def _flat(value: SSAValue) -> tuple[SSAValue, list[frame.ReshapeOp]]:
-    """`value` as a 1-D tensor (a reshape op, unless it is 1-D already)."""
-    typ = value.type
-    assert isinstance(typ, TensorType)
-    shape = typ.get_shape()
-    if len(shape) == 1:
-        return value, []
-    op = frame.ReshapeOp(value, TensorType(typ.element_type, [prod(shape)]))
-    return op.result, [op]
-
-
 @dataclass(frozen=True)
 class FrameDpSplit(ModulePass):
-    """Split `@f_grad` into `@f_dp_grad` (forward and backward into one flat gradient
-    buffer) and `@f_dp_update` (the SGD update, `lr / ranks`), for data-parallel
-    training with an allreduce between the two."""
+    """Split `@f_grad` into `@f_dp_grad` (forward and backward: the loss and the
+    gradients) and `@f_dp_update` (the SGD update at `lr / ranks`), for data-parallel
+    training with an allreduce of the gradients between the two."""
 
     name = "frame-dp-split"
 
@@ -106,80 +98,34 @@ class FrameDpSplit(ModulePass):
             raise fail(self.name, ret, f"the loss: expected a 0-d tensor, found {loss.type}")
         attrs = fn.arg_attrs.data if fn.arg_attrs is not None else ()
         local = [PER_SAMPLE in attrs[i].data for i in pidx]
-        # forward + backward: the gradients flattened into `shared` (then the loss) and
-        # `local`
-        shared_parts: list[SSAValue] = []
-        local_parts: list[SSAValue] = []
-        new_ops: list = []
-        for g, is_local in zip(grads, local, strict=True):
-            flat, ops = _flat(g)
-            new_ops += ops
-            (local_parts if is_local else shared_parts).append(flat)
-        loss_flat = frame.ReshapeOp(loss, TensorType(f32, [1]))
-        new_ops.append(loss_flat)
-        shared_parts.append(loss_flat.result)
-        outputs: list[SSAValue] = []
-        for parts in (shared_parts, local_parts):
-            if not parts:
-                continue
-            if len(parts) == 1:
-                outputs.append(parts[0])
-                continue
-            cat = frame.ConcatOp(parts, 0)
-            new_ops.append(cat)
-            outputs.append(cat.result)
-        for o in new_ops:
-            o.attributes[STAGE] = builtin.StringAttr("gradients")
-        Rewriter.insert_op(new_ops, InsertPoint.before(ret))
-        Rewriter.replace_op(ret, func.ReturnOp(*outputs))
         base = fn.attributes.pop("frame.grad_of")
         assert isinstance(base, builtin.StringAttr)
         fn.sym_name = builtin.StringAttr(f"{base.data}_dp_grad")
         fn.attributes["frame.dp_grad"] = base
         fn.attributes["frame.dp_ranks"] = builtin.IntegerAttr(self.ranks, 64)
-        update_function_type(fn)
+        fn.attributes["frame.dp_exchange"] = DenseArrayBase.from_list(
+            builtin.i64, [1, *(0 if x else 1 for x in local)])
 
-        # the update: every parameter from its slice of `shared` or `local`
+        # the update: every parameter from its gradient, in place
         ptypes = [block.args[i].type for i in pidx]
-        buf_types = [o.type for o in outputs]
-        body = Block(arg_types=[*ptypes, *buf_types])
-        bufs = body.args[len(pidx):]
-        offsets = [0, 0]
+        body = Block(arg_types=[*ptypes, *(g.type for g in grads)])
         results: list[SSAValue] = []
-        for k, (i, is_local) in enumerate(zip(pidx, local, strict=True)):
-            typ = ptypes[k]
-            assert isinstance(typ, TensorType)
-            size = prod(typ.get_shape())
-            which = 1 if is_local else 0
-            src = bufs[which]  # `shared` always exists: it holds the loss
-            begin = offsets[which]
-            offsets[which] += size
-            ops: list = []
-            g_val: SSAValue = src
-            if size != prod(src.type.get_shape()):  # type: ignore[attr-defined]
-                ops.append(frame.SliceOp(src, 0, begin, begin + size))
-                g_val = ops[-1].result
-            if len(typ.get_shape()) != 1:
-                ops.append(frame.ReshapeOp(g_val, typ))
-                g_val = ops[-1].result
-            upd = frame.SgdUpdateOp(body.args[k], g_val, lr)
-            name = attrs[i].data["frame.param"]
-            upd.attributes[LAYER] = name
+        for k, i in enumerate(pidx):
+            upd = frame.SgdUpdateOp(body.args[k], body.args[len(pidx) + k], lr)
+            upd.attributes[LAYER] = attrs[i].data["frame.param"]
             upd.attributes[STAGE] = builtin.StringAttr("update")
-            ops.append(upd)
-            body.add_ops(ops)
+            body.add_op(upd)
             results.append(upd.result)
         body.add_op(func.ReturnOp(*results))
         update = func.FuncOp(f"{base.data}_dp_update",
-                             ([*ptypes, *buf_types], [r.type for r in results]),
+                             ([*ptypes, *(g.type for g in grads)], [r.type for r in results]),
                              Region(body))
         for k, i in enumerate(pidx):
-            update.body.blocks[0].args[k].name_hint = block.args[i].name_hint
+            name = block.args[i].name_hint
+            body.args[k].name_hint = name
+            body.args[len(pidx) + k].name_hint = f"{name}_grad" if name else None
             set_arg_attr(update, k, "frame.param", attrs[i].data["frame.param"])
             set_arg_attr(update, k, "frame.aliasing_output", builtin.IntegerAttr(k, 64))
-        for a, n in zip(bufs, ("shared", "local")[:len(bufs)], strict=True):
-            a.name_hint = n
         update.attributes["frame.dp_update"] = base
         update.attributes["frame.dp_ranks"] = builtin.IntegerAttr(self.ranks, 64)
         return update
-

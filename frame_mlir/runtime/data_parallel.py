@@ -11,9 +11,10 @@ same draws as one process) and keeps its share of them:
   sample i, so its gradient is complete on the rank that holds the sample and is not
   exchanged.
 
-One step is `@f_dp_grad` (forward and backward into the flat `shared` buffer, the
-loss last, and the biases' `local` one), `MPI_Allreduce` of `shared`, then
-`@f_dp_update` (SGD with lr / N on the summed gradients). The loss printed is the
+One step is `@f_dp_grad` (forward and backward, writing the weights' gradients and
+the loss into one flat buffer, the biases' gradients into buffers of their own),
+`MPI_Allreduce` of the flat buffer, then `@f_dp_update` (SGD with lr / N on the
+summed gradients, read from the flat buffer). The loss printed is the
 summed loss / N: the mean over the whole batch.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import time
+from math import prod
 
 import numpy as np
 
@@ -86,16 +88,14 @@ class DpSession:
         self.param_buffers: dict[str, np.ndarray] = {}
         self.set_params(dict(values.params))
         grad, update = compiled.grad_sig, compiled.update_sig
-        self.outputs = {a.result_index: np.zeros(a.shape, dtype=a.dtype)
-                        for a in grad.of_kind("output")}
-        self.shared = self.outputs[0]  # the allreduced buffer; the loss is its last value
+        self.outputs, self.shared = self._layout(grad)
         sigs = [grad, update, compiled.forward_sig, compiled.predict_sig]
         self.arena = aligned_empty(max([s.arena_size for s in sigs] + [64]))
         (out,) = compiled.predict_sig.of_kind("output")
         self.prediction = np.zeros(out.shape, dtype=np.float32)
         self._grad_args = self._pointers(grad, self.data, self.outputs)
         self._update_args = self._pointers(
-            update, [self.outputs[k] for k in sorted(self.outputs)], {})
+            update, [self.outputs[k] for k in sorted(self.outputs) if k > 0], {})
         self._predict_args = self._pointers(compiled.predict_sig, self.data[:-1],
                                             {0: self.prediction})
         self._grad_fn = compiled.executable.function(grad.name)
@@ -103,6 +103,28 @@ class DpSession:
         self.scale = np.float32(n)
         #: seconds spent in (forward + backward, allreduce, update) so far
         self.seconds = np.zeros(3)
+
+    def _layout(self, grad: FunctionSignature) -> tuple[dict[int, np.ndarray], np.ndarray]:
+        """The buffers `@f_dp_grad` writes its results into (result index -> array) and
+        the flat buffer the ranks sum: the replicated parameters' gradients in argument
+        order, then the loss, each a 64-byte aligned segment of it (`frame.dp_exchange`
+        of frame-dp-split); the per-sample parameters' gradients get buffers of their
+        own. The kernels write into the segments and the update reads from them, so the
+        exchange copies nothing."""
+        outs = {a.result_index: a for a in grad.of_kind("output")}
+        params = [a.name for a in grad.of_kind("param")]
+        shared = [k + 1 for k, n in enumerate(params) if n not in self.per_sample] + [0]
+        offsets, size = [], 0
+        for r in shared:
+            offsets.append(size)
+            size += -(-max(prod(outs[r].shape), 1) // 16) * 16  # 16 floats: 64 bytes
+        flat = aligned_empty(4 * size).view(np.float32)
+        buffers = {r: flat[o:o + prod(outs[r].shape)].reshape(outs[r].shape)
+                   for r, o in zip(shared, offsets, strict=True)}
+        for r, a in outs.items():
+            if r not in buffers:
+                buffers[r] = np.zeros(a.shape, dtype=a.dtype)
+        return buffers, flat
 
     def set_params(self, params: dict[str, np.ndarray]) -> None:
         """Take the global parameters: whole weights, this rank's rows of the biases."""
@@ -148,7 +170,7 @@ class DpSession:
         self._update_fn(*self._update_args)
         t3 = time.perf_counter()
         self.seconds += np.array([t1 - t0, t2 - t1, t3 - t2])
-        return float(self.shared[-1] / self.scale)
+        return float(self.outputs[0] / self.scale)
 
     def profile_line(self, steps: int) -> str:
         """Where one step's time went on this rank (`FRAME_DP_PROFILE=1` prints it)."""

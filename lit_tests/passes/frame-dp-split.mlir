@@ -19,33 +19,26 @@ func.func @lin_grad(%x: tensor<8x4xf32>, %w: tensor<4x2xf32> {frame.param = "w"}
   func.return %2, %5, %4 : tensor<f32>, tensor<4x2xf32>, tensor<8x2xf32>
 }
 
-// Forward and backward: the weight's gradient, flattened, then the loss, in `shared`
-// (the buffer the ranks sum with one allreduce); the bias's gradient in `local`.
+// Forward and backward: @lin_grad's body and results, renamed and marked. The loss and
+// the weight's gradient are exchanged (the host lays them out in one flat buffer, the
+// ranks sum it with one allreduce); the per-sample bias's gradient stays on the rank.
 // CHECK-LABEL: func.func @lin_dp_grad
 // CHECK-SAME:    %{{.*}}: tensor<4x2xf32> {frame.param = "w"}, %{{.*}}: tensor<8x2xf32> {frame.param = "b", frame.per_sample}
-// CHECK-SAME:    -> (tensor<9xf32>, tensor<16xf32>) attributes {frame.dp_grad = "lin", frame.dp_ranks = 2 : i64} {
+// CHECK-SAME:    -> (tensor<f32>, tensor<4x2xf32>, tensor<8x2xf32>) attributes {frame.dp_grad = "lin", frame.dp_ranks = 2 : i64, frame.dp_exchange = array<i64: 1, 1, 0>} {
 // CHECK:         %[[LOSS:.*]] = frame.mse_loss
 // CHECK:         %[[GB:.*]] = frame.mse_loss_grad
 // CHECK-NEXT:    %[[GW:.*]] = frame.matmul {{.*}}, %[[GB]] {transpose_lhs}
-// CHECK-NEXT:    %[[FW:.*]] = frame.reshape %[[GW]] {frame.stage = "gradients"} : (tensor<4x2xf32>) -> tensor<8xf32>
-// CHECK-NEXT:    %[[FB:.*]] = frame.reshape %[[GB]] {frame.stage = "gradients"} : (tensor<8x2xf32>) -> tensor<16xf32>
-// CHECK-NEXT:    %[[FL:.*]] = frame.reshape %[[LOSS]] {frame.stage = "gradients"} : (tensor<f32>) -> tensor<1xf32>
-// CHECK-NEXT:    %[[SHARED:.*]] = frame.concat %[[FW]], %[[FL]] {frame.stage = "gradients", axis = 0 : i64} : (tensor<8xf32>, tensor<1xf32>) -> tensor<9xf32>
-// CHECK-NEXT:    func.return %[[SHARED]], %[[FB]] : tensor<9xf32>, tensor<16xf32>
+// CHECK-NEXT:    func.return %[[LOSS]], %[[GW]], %[[GB]] : tensor<f32>, tensor<4x2xf32>, tensor<8x2xf32>
 
-// The update: each parameter from its slice of the buffers, in place, at lr / ranks
-// (the allreduce sums the ranks' gradients of their mean losses).
+// The update: each parameter from its gradient, in place, at lr / ranks (the
+// allreduce sums the ranks' gradients of their mean losses).
 // CHECK-LABEL: func.func @lin_dp_update
 // CHECK-SAME:    (%[[W:[a-z0-9_]+]]: tensor<4x2xf32> {frame.param = "w", frame.aliasing_output = 0 : i64},
 // CHECK-SAME:    %[[B:[a-z0-9_]+]]: tensor<8x2xf32> {frame.param = "b", frame.aliasing_output = 1 : i64},
-// CHECK-SAME:    %[[S:shared]]: tensor<9xf32>, %[[L:local]]: tensor<16xf32>)
+// CHECK-SAME:    %[[WG:w_grad]]: tensor<4x2xf32>, %[[BG:b_grad]]: tensor<8x2xf32>)
 // CHECK-SAME:    -> (tensor<4x2xf32>, tensor<8x2xf32>) attributes {frame.dp_update = "lin", frame.dp_ranks = 2 : i64} {
-// CHECK-NEXT:    %[[SW:.*]] = frame.slice %[[S]] {axis = 0 : i64, begin = 0 : i64, end = 8 : i64} : (tensor<9xf32>) -> tensor<8xf32>
-// CHECK-NEXT:    %[[RW:.*]] = frame.reshape %[[SW]] : (tensor<8xf32>) -> tensor<4x2xf32>
-// CHECK-NEXT:    %[[NW:.*]] = frame.sgd_update %[[W]], %[[RW]] {frame.layer = "w", frame.stage = "update", lr = 2.500000e-02 : f32}
-// The local buffer holds the bias's gradient alone: no slice.
-// CHECK-NEXT:    %[[RB:.*]] = frame.reshape %[[L]] : (tensor<16xf32>) -> tensor<8x2xf32>
-// CHECK-NEXT:    %[[NB:.*]] = frame.sgd_update %[[B]], %[[RB]] {frame.layer = "b", frame.stage = "update", lr = 2.500000e-02 : f32}
+// CHECK-NEXT:    %[[NW:.*]] = frame.sgd_update %[[W]], %[[WG]] {frame.layer = "w", frame.stage = "update", lr = 2.500000e-02 : f32}
+// CHECK-NEXT:    %[[NB:.*]] = frame.sgd_update %[[B]], %[[BG]] {frame.layer = "b", frame.stage = "update", lr = 2.500000e-02 : f32}
 // CHECK-NEXT:    func.return %[[NW]], %[[NB]] : tensor<4x2xf32>, tensor<8x2xf32>
 // CHECK-NOT:     frame.grad_of
 // CHECK-NOT:     @lin_grad
@@ -54,7 +47,7 @@ func.func @lin_grad(%x: tensor<8x4xf32>, %w: tensor<4x2xf32> {frame.param = "w"}
 
 // -----
 
-// Only replicated parameters: one buffer, no `local`.
+// Only replicated parameters: every result is exchanged.
 func.func @w_grad(%x: tensor<8x4xf32>, %w: tensor<4x1xf32> {frame.param = "w"}, %t: tensor<8x1xf32>) -> (tensor<f32>, tensor<4x1xf32>) attributes {frame.grad_of = "w"} {
   %0 = frame.matmul %x, %w : (tensor<8x4xf32>, tensor<4x1xf32>) -> tensor<8x1xf32>
   %1 = frame.mse_loss %0, %t : (tensor<8x1xf32>, tensor<8x1xf32>) -> tensor<f32>
@@ -65,9 +58,9 @@ func.func @w_grad(%x: tensor<8x4xf32>, %w: tensor<4x1xf32> {frame.param = "w"}, 
 }
 
 // CHECK-LABEL: func.func @w_dp_grad
-// CHECK-SAME:    -> tensor<5xf32>
+// CHECK-SAME:    frame.dp_exchange = array<i64: 1, 1>
 // CHECK-LABEL: func.func @w_dp_update
-// CHECK-SAME:    %{{.*}}: tensor<4x1xf32> {frame.param = "w", frame.aliasing_output = 0 : i64}, %shared: tensor<5xf32>) -> tensor<4x1xf32>
+// CHECK-SAME:    %{{.*}}: tensor<4x1xf32> {frame.param = "w", frame.aliasing_output = 0 : i64}, %w_grad: tensor<4x1xf32>) -> tensor<4x1xf32>
 
 // -----
 

@@ -89,10 +89,12 @@ def test_emit_stage_shows_the_split_step() -> None:
     r = mpirun(2, ["frame-run", TINY, "--data-parallel", "--emit-stage=sgd"])
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    # one rank's share of the batch: 4 of 8 rows; weights (32 + 8) and the loss shared,
-    # the per-sample bias rows (4 x 8) local
+    # one rank's share of the batch: 4 of 8 rows; the loss and the weights' gradients
+    # exchanged, the per-sample bias rows' (4 x 8) kept
     assert "func.func @tiny_mlp_dp_grad(%x: tensor<4x4xf32>" in out
-    assert "-> (tensor<41xf32>, tensor<32xf32>) attributes {frame.dp_grad" in out
+    assert ("-> (tensor<f32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x1xf32>) attributes "
+            "{frame.dp_grad = \"tiny_mlp\", frame.dp_ranks = 2 : i64, frame.dp_exchange = "
+            "array<i64: 1, 1, 0, 1>}") in out
     assert "func.func @tiny_mlp_dp_update(" in out
     assert "lr = 2.500000e-02 : f32" in out  # 0.05 / 2 ranks
     assert "_train_step" not in out
