@@ -109,7 +109,7 @@ class Job:
         self.rank: int = self.comm.Get_rank()
         self.size: int = self.comm.Get_size()
         self.timeout = timeout
-        self._local_size: int | None = None
+        self._sharers: int | None = None
         self._lock = threading.Lock()
         self._pending: tuple[str, float] | None = None  # (what, deadline)
         self._wake = threading.Event()
@@ -117,30 +117,41 @@ class Job:
                                           daemon=True)
         self._watchdog.start()
 
-    @property
-    def local_size(self) -> int:
-        """The ranks on this machine (they share its cores): a collective, the first
-        time."""
-        if self._local_size is None:
+    def core_sharers(self) -> int:
+        """How many ranks of this machine may run on this rank's cores (its affinity
+        mask intersects theirs; itself included): a collective, the first time."""
+        if self._sharers is None:
+            mine = _affinity()
             if self.size == 1:
-                self._local_size = 1
+                self._sharers = 1
             else:
-                with self.collective("the start of the job (finding the ranks on each "
-                                     "machine)"):
+                with self.collective("the start of the job (finding the ranks that share "
+                                     "this machine's cores)"):
                     node = self.comm.Split_type(self.MPI.COMM_TYPE_SHARED)
-                self._local_size = node.Get_size()
+                    masks = node.allgather(sorted(mine))
                 node.Free()
-        return self._local_size
+                self._sharers = max(1, sum(1 for m in masks if mine & set(m)))
+        return self._sharers
 
     def compile_options(self, options: CompileOptions | None) -> CompileOptions:
-        """`options` for one rank's step: split for `size` ranks, and, unless given,
-        kernels on this machine's cores shared out between the ranks on it (two ranks
-        of two threads each on two cores would only contend)."""
-        from frame_mlir.backend.host import default_threads
+        """`options` for one rank's step: split for `size` ranks, and, unless given
+        (`--threads`, `FRAME_NUM_THREADS`), kernels on the cores this rank may use,
+        shared out between the ranks of this machine that may use them too: Open MPI
+        binds each of up to 2 ranks to a core of its own (one thread each), more ranks
+        to a socket (the socket's cores divided among its ranks), and with
+        `--bind-to none` every rank sees all the cores (divided among all the local
+        ranks: two ranks of two threads each on two cores would only contend)."""
+        import os
+
+        from frame_mlir.backend.host import THREADS_ENV
         from frame_mlir.compile_options import CompileOptions
 
         options = options or CompileOptions()
-        threads = options.threads or max(1, default_threads() // self.local_size)
+        threads = options.threads
+        if threads is None and os.environ.get(THREADS_ENV, "").strip():
+            threads = options.resolved().threads  # FRAME_NUM_THREADS, checked there
+        if threads is None:
+            threads = max(1, len(_affinity()) // self.core_sharers())
         return dataclasses.replace(options, threads=threads, data_parallel=self.size)
 
     # ---------------------------------------------------------------- failures
@@ -235,6 +246,14 @@ class Job:
                 "DP-003", what, f"the same {what} on every rank (rank 0's)",
                 f"a different one on rank{'s' if len(bad) > 1 else ''} "
                 f"{', '.join(map(str, bad))}")
+
+
+def _affinity() -> set[int]:
+    """The cores this process may run on."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return set(range(os.cpu_count() or 1))
 
 
 def start(tool: str, timeout: float) -> Job:
