@@ -49,8 +49,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from frame_mlir.dialects import frame
 from frame_mlir.passes.common import fail, set_arg_attr
-from frame_mlir.passes.frame_autodiff import LAYER, STAGE, param_indices
-from frame_mlir.passes.frame_sgd_fuse import learning_rate
+from frame_mlir.passes.frame_autodiff import LAYER, STAGE
+from frame_mlir.passes.frame_sgd_fuse import gradient_function, learning_rate
 
 #: The argument attribute of a parameter whose row i serves sample i only.
 PER_SAMPLE = "frame.per_sample"
@@ -79,16 +79,7 @@ class FrameDpSplit(ModulePass):
                 Rewriter.insert_op(update, InsertPoint.after(fn))
 
     def _split(self, fn: func.FuncOp, lr: float) -> func.FuncOp:
-        if not fn.body.blocks:
-            raise fail(self.name, fn, "expected a gradient function with a body, found a "
-                       "declaration")
-        block = fn.body.blocks[0]
-        ret = block.last_op
-        assert isinstance(ret, func.ReturnOp)
-        pidx = param_indices(fn)
-        if len(ret.operands) != len(pidx) + 1:
-            raise fail(self.name, ret, f"expected {len(pidx) + 1} results (loss and one "
-                       f"gradient per parameter), found {len(ret.operands)}")
+        block, ret, pidx = gradient_function(self.name, fn)
         loss, grads = ret.operands[0], list(ret.operands[1:])
         for v, what in [(loss, "the loss"), *((g, f"gradient #{k}") for k, g in
                                               enumerate(grads))]:

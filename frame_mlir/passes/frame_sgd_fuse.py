@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
@@ -48,16 +48,7 @@ class FrameSgdFuse(ModulePass):
         for fn in list(op.ops):
             if not isinstance(fn, func.FuncOp) or "frame.grad_of" not in fn.attributes:
                 continue
-            if not fn.body.blocks:
-                raise fail(self.name, fn, "expected a gradient function with a body, "
-                           "found a declaration")
-            block = fn.body.blocks[0]
-            ret = block.last_op
-            assert isinstance(ret, func.ReturnOp)
-            pidx = param_indices(fn)
-            if len(ret.operands) != len(pidx) + 1:
-                raise fail(self.name, ret, f"expected {len(pidx) + 1} results (loss and "
-                           f"one gradient per parameter), found {len(ret.operands)}")
+            block, ret, pidx = gradient_function(self.name, fn)
             outputs: list[SSAValue] = [ret.operands[0]]
             for k, (i, g) in enumerate(zip(pidx, ret.operands[1:], strict=True)):
                 try:
@@ -91,3 +82,21 @@ def learning_rate(pass_name: str, text: float | int | str) -> float:
         raise fail(pass_name, None, f"learning rate expected > 0 and finite in float32 "
                    f"(1.4e-45 .. 3.4e38), found {text}")
     return lr
+
+
+def gradient_function(pass_name: str, fn: func.FuncOp
+                      ) -> tuple[Block, func.ReturnOp, list[int]]:
+    """(entry block, return, parameter argument indices) of a gradient function made
+    by frame-autodiff, checked to return the loss and one gradient per parameter, or a
+    failure naming `pass_name`."""
+    if not fn.body.blocks:
+        raise fail(pass_name, fn, "expected a gradient function with a body, found a "
+                   "declaration")
+    block = fn.body.blocks[0]
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    pidx = param_indices(fn)
+    if len(ret.operands) != len(pidx) + 1:
+        raise fail(pass_name, ret, f"expected {len(pidx) + 1} results (loss and one "
+                   f"gradient per parameter), found {len(ret.operands)}")
+    return block, ret, pidx
