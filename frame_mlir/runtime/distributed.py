@@ -34,7 +34,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -304,11 +304,6 @@ def rank_rows(array: np.ndarray, rank: int, ranks: int) -> np.ndarray:
     """Rank `rank`'s contiguous share of `array`'s rows (a copy)."""
     b = array.shape[0] // ranks
     return np.ascontiguousarray(array[rank * b:(rank + 1) * b]).copy()
-
-
-def stack_rows(parts: Sequence[np.ndarray]) -> np.ndarray:
-    """`rank_rows`' inverse."""
-    return np.concatenate(list(parts), axis=0)
 
 
 def profile_line(job: Job, steps: int, seconds: np.ndarray, nbytes: int) -> str:
