@@ -55,10 +55,17 @@ builtin.module {
 // CHECK:           %[[BP:.*]] = memref.view %[[WS]]
 // CHECK:           %[[TILE:.*]] = memref.view %[[WS]]
 // CHECK:           %[[TD:.*]] = "memref.cast"(%[[TILE]]) : (memref<16xf32>) -> memref<?xf32>
-// Packing B: panels of NR = 8 columns, zero past the last column.
-// CHECK:           memref.load %[[BF]][
-// CHECK:           arith.select
-// CHECK:           memref.store {{.*}}, %[[BP]]
+// Packing B: panels of NR = 8 columns. B's columns are contiguous, so a panel that
+// ends inside B is copied 4 floats at a time, a row of B after the other; otherwise
+// element by element, zero past the last column.
+// CHECK:           arith.cmpi sle
+// CHECK-NEXT:      scf.if
+// CHECK:             vector.load %[[BF]][{{.*}}] : memref<40xf32>, vector<4xf32>
+// CHECK:             vector.store {{.*}}, %[[BP]][{{.*}}] : memref<40xf32>, vector<4xf32>
+// CHECK:           } else {
+// CHECK:             memref.load %[[BF]][
+// CHECK:             arith.select
+// CHECK:             memref.store {{.*}}, %[[BP]]
 // Packing A: panels of MR = 2 rows.
 // CHECK:           memref.load %[[AF]][
 // CHECK:           memref.store {{.*}}, %[[AP]]

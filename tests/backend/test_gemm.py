@@ -87,6 +87,37 @@ def test_gemm_matches_torch_and_plain_loops(m: int, k: int, n: int, ta: bool, tb
         np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
 
 
+@pytest.mark.parametrize("m,k,n", [(13, 97, 37), (31, 200, 70), (96, 64, 48), (5, 3, 64)])
+@pytest.mark.parametrize("ta", [False, True])
+def test_plain_b_packed_by_runs(m: int, k: int, n: int, ta: bool,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A B whose columns are contiguous (a weight [k, n]) is packed a row of `lanes`
+    floats at a time where a panel ends inside B, element by element at the last
+    panel (these B are below the size from which it does, so the threshold is lifted):
+    the same bits as the plain loops, and torch-close."""
+    from frame_mlir.passes import pipeline
+
+    make = pipeline.gemm_pass
+    monkeypatch.setattr(pipeline, "gemm_pass", lambda options: dataclasses.replace(
+        make(options), fast_pack_min=0))
+    rng = np.random.default_rng(m + 3 * k + 7 * n + ta)
+    av = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
+    bv = rng.standard_normal((k, n), dtype=np.float32)
+    tiled, ir = _compile(_matmul_module(m, k, n, ta, False), **SMALL, f32_lanes=8,
+                         gemm_min_flops=0)
+    plain, _ = _compile(_matmul_module(m, k, n, ta, False), gemm=False)
+    # the forward's B panels: 8-float rows of b (a [k, n] memref collapsed to k * n)
+    forward = "".join(f for f in ir.split("func.func ") if f.startswith("private @mm_y"))
+    assert f"memref<{k * n}xf32>, vector<8xf32>" in forward
+    (y,) = tiled("mm_y", av, bv)
+    ref = torch.from_numpy(av).double()
+    ref = (ref.T if ta else ref) @ torch.from_numpy(bv).double()
+    np.testing.assert_allclose(y, ref.numpy(), rtol=1e-5,
+                               atol=1e-6 * max(1.0, float(ref.abs().max())) * np.sqrt(k))
+    (want,) = plain("mm_y", av, bv)
+    np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
+
+
 @pytest.mark.parametrize("lanes", [4, 8, 16])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_gemm_bits_do_not_depend_on_vector_width_or_tasks(lanes: int, threads: int) -> None:
