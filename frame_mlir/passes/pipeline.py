@@ -81,12 +81,24 @@ def make_context() -> Context:
     return ctx
 
 
+def vector_lanes(options: CompileOptions | None = None) -> int:
+    """The f32 lanes of the vectors generated kernels use: `options.f32_lanes`, else the
+    host's widest (16 with AVX-512). The one place the width is chosen: `frame-gemm` gets
+    it, and the emitted C++ program's build asks its compiler to prefer vectors of that
+    width (`backend/cpp/cmake.py`), so the two cannot disagree."""
+    if options is not None and options.f32_lanes:
+        return options.f32_lanes
+    from frame_mlir.backend.host import host_info
+
+    return host_info().f32_lanes
+
+
 def gemm_pass(options: CompileOptions) -> FrameGemm:
     """`frame-gemm` with block sizes and vector width for the host (or `options`)."""
     from frame_mlir.backend.host import host_info
 
     host = host_info()
-    return FrameGemm(lanes=options.f32_lanes or host.f32_lanes,
+    return FrameGemm(lanes=vector_lanes(options),
                      acc=host.vector_registers * 3 // 4,
                      l1=options.l1_bytes or host.l1d_bytes,
                      l2=options.l2_bytes or host.l2_bytes, threads=options.threads,

@@ -26,7 +26,12 @@ from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import Float32Type, ModuleOp
 from xdsl.parser import Parser
 
-from frame_mlir.backend.cpp.cmake import target_name
+from frame_mlir.backend.cpp.cmake import (
+    cmake_lists,
+    prefer_vector_width_flags,
+    target_name,
+    vector_width_flag,
+)
 from frame_mlir.backend.cpp.emitter import (
     EMIT_RULES,
     CppEmitError,
@@ -36,8 +41,10 @@ from frame_mlir.backend.cpp.emitter import (
     float_literal,
 )
 from frame_mlir.backend.cpp.program import emit_program, generate_program, lower_to_loops
+from frame_mlir.compile_options import CompileOptions
 from frame_mlir.frontend.spec import ModelSpec
 from frame_mlir.frontend.spec_v0 import load_spec
+from frame_mlir.passes.pipeline import vector_lanes
 from frame_mlir.tools.driver import run_training
 
 TESTDATA = Path(__file__).resolve().parents[2] / "testdata"
@@ -157,7 +164,8 @@ def binaries(specs: dict[str, ModelSpec],
         "cmake_minimum_required(VERSION 3.25)\nproject(frame_emit_tests LANGUAGES CXX)\n"
         + "".join(f"add_subdirectory({name})\n" for name in specs))
     _cmake("-S", str(root), "-B", str(root / "build"), "-DCMAKE_BUILD_TYPE=Release",
-           "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror", cwd=root)
+           "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+           cwd=root)
     _cmake("--build", str(root / "build"), "--parallel", str(os.cpu_count() or 2), cwd=root)
     return {name: root / "build" / name / target_name(spec.name)
             for name, spec in specs.items()}
@@ -226,6 +234,73 @@ def test_sanitizers_run_clean(specs: dict[str, ModelSpec],
     assert proc.returncode == 0, proc.stderr
     assert re.fullmatch(r"train_seconds \d+\.\d+\n", proc.stderr), proc.stderr
     assert proc.stdout == jit_outputs["odd_mlp"]
+
+
+def _compile_commands(build: Path) -> dict[str, str]:
+    """The compile command of each source, by its directory's name (CMake's
+    compile_commands.json)."""
+    entries = json.loads((build / "compile_commands.json").read_text())
+    return {Path(e["file"]).parent.name: e["command"] for e in entries}
+
+
+@needs_toolchain
+def test_builds_prefer_the_generators_vector_width(binaries: dict[str, Path]) -> None:
+    """The program's vectors are as wide as frame-gemm's (the host's lanes when the
+    options do not say): its build asks the compiler for that width wherever the
+    compiler takes the flag, so its tuning for the host cannot split them."""
+    assert CXX is not None
+    bits = 32 * vector_lanes()
+    flags = prefer_vector_width_flags(CXX, bits)
+    command = _compile_commands(binaries["mnist_mlp"].parents[1])["mnist_mlp"]
+    for flag in flags:
+        assert f" {flag} " in f" {command} ", command
+    if not flags:
+        assert "-mprefer-vector-width" not in command
+
+
+@needs_toolchain
+def test_program_builds_without_the_vector_width_flag(
+        specs: dict[str, ModelSpec], jit_outputs: dict[str, str],
+        tmp_path: Path) -> None:
+    """A C++17 compiler that refuses `-mprefer-vector-width` (here a wrapper around the
+    system's) still builds the program, without the flag, and it trains as frame-run."""
+    assert CXX is not None
+    wrapper = tmp_path / "cxx-without-prefer"
+    wrapper.write_text(f"""#!/bin/sh
+for arg in "$@"; do
+  case "$arg" in
+    -mprefer-vector-width=*) echo "error: unrecognized command-line option '$arg'" >&2; exit 1;;
+  esac
+done
+exec {CXX} "$@"
+""")
+    wrapper.chmod(0o755)
+    out = tmp_path / "mnist_mlp"
+    emit_program(specs["mnist_mlp"], out)
+    assert "-mprefer-vector-width=" in (out / "CMakeLists.txt").read_text()
+    _cmake("-S", str(out), "-B", str(out / "build"), f"-DCMAKE_CXX_COMPILER={wrapper}",
+           "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", cwd=out)
+    _cmake("--build", str(out / "build"), cwd=out)
+    assert "-mprefer-vector-width" not in _compile_commands(out / "build")["mnist_mlp"]
+    assert _run(out / "build" / "mnist_mlp").stdout == jit_outputs["mnist_mlp"]
+
+
+@pytest.mark.parametrize("lanes,flag", [(16, "-mprefer-vector-width=512"),
+                                        (8, "-mprefer-vector-width=256"),
+                                        (4, "-mprefer-vector-width=128"), (1, None)])
+def test_cmake_lists_take_the_width_of_the_compile_options(
+        lanes: int, flag: str | None, tmp_path: Path) -> None:
+    """emit_program hands CMake the width it handed frame-gemm: `f32_lanes` x 32 bits."""
+    assert vector_width_flag(32 * lanes) == flag
+    emit_program(load_spec(str(TESTDATA / "tiny_mlp.json")), tmp_path,
+                 CompileOptions(threads=1, f32_lanes=lanes))
+    text = (tmp_path / "CMakeLists.txt").read_text()
+    assert text == cmake_lists("tiny_mlp", vector_bits=32 * lanes)
+    if flag is None:
+        assert "prefer-vector-width" not in text
+    else:
+        assert f"check_cxx_compiler_flag({flag} " in text
+        assert f"target_compile_options(tiny_mlp PRIVATE {flag})" in text
 
 
 # --------------------------------------------------------------------------------------

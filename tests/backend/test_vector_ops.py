@@ -5,7 +5,14 @@ Hand-written loop-level modules are lowered with `LOOPS_TO_LLVM`, JIT-compiled a
 on buffers whose vector accesses are only element-aligned; the results are checked bit
 for bit against independent references (numpy for IEEE add/sub/mul/div, exact rational
 arithmetic for the fused multiply-add). The same modules go through the C++ emitter and
-g++ (`-O3 -march=native -ffp-contract=off`), whose outputs must equal the JIT's bits.
+g++ (`-O3 -march=native -ffp-contract=off` and the vector-width preference of the emitted
+programs' CMakeLists), whose outputs must equal the JIT's bits.
+
+Instruction selection is checked for explicit targets (`-march=x86-64-v4` with each
+vendor's tuning, LLVM's `skylake-avx512`), not the host's `-march=native`: which tuning
+that picks depends on the CPU and the compiler's version (GCC 12 tunes an Emerald Rapids
+Xeon as rocketlake and prefers 256-bit vectors there, a Zen 4 EPYC as znver3 with no
+preference), and a check that read it passed on one vendor and failed on the other.
 """
 
 from __future__ import annotations
@@ -23,12 +30,13 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
+from frame_mlir.backend.cpp.cmake import native_tuning, prefer_vector_width_flags
 from frame_mlir.backend.cpp.emitter import CppEmitError, emit_module
 from frame_mlir.backend.host import host_info
 from frame_mlir.backend.llvm.jit import JitModule, _ensure_initialized, jit_compile, optimize
 from frame_mlir.backend.llvm.translate import to_llvm_text
 from frame_mlir.passes.lower_to_llvm import LoweringError, lower_loops_to_llvm
-from frame_mlir.passes.pipeline import make_context
+from frame_mlir.passes.pipeline import CompileOptions, make_context
 
 CXX = shutil.which("g++") or shutil.which("c++")
 needs_cxx = pytest.mark.skipif(CXX is None, reason="a C++ compiler is needed")
@@ -533,9 +541,19 @@ def test_vector_width_attributes_give_intel_cpus_zmm() -> None:
     assert zmm > 0 and ymm == 0
 
 
+def _host_assumptions() -> str:
+    """The host facts a test read, for its failure message."""
+    info = host_info()
+    tuning = native_tuning(CXX) if CXX else {}
+    gcc = ", ".join(f"-{k}={v}" for k, v in sorted(tuning.items())) or "not reported"
+    return (f"host CPU {info.cpu} ({'with' if 'avx512f' in info.features else 'without'} "
+            f"avx512f, {info.f32_lanes} f32 lanes); {CXX} -march=native: {gcc}")
+
+
 def test_host_gets_the_attributes_only_with_avx512() -> None:
     text = to_llvm_text(_lowered(_AXPY))
-    assert ('"prefer-vector-width"="512"' in text) == ("avx512f" in host_info().features)
+    assert ('"prefer-vector-width"="512"' in text) == ("avx512f" in host_info().features), (
+        f"assumed: the attributes exactly when the host has avx512f; {_host_assumptions()}")
 
 
 # --------------------------------------------------------------------------------------
@@ -578,8 +596,9 @@ def test_cpp_matches_the_jit_bit_for_bit(jit: JitModule, tmp_path: Path) -> None
     src = tmp_path / "vec.cpp"
     src.write_text(text + _cpp_harness(cases))
     exe = tmp_path / "vec"
+    assert cpp.vector_bits == 512
     flags = ["-std=c++17", "-O3", "-march=native", "-ffp-contract=off",
-             "-Wall", "-Wextra", "-Werror"]
+             *prefer_vector_width_flags(CXX, cpp.vector_bits), "-Wall", "-Wextra", "-Werror"]
     proc = subprocess.run([CXX, *flags, str(src), "-o", str(exe)], capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr
@@ -592,9 +611,98 @@ def test_cpp_matches_the_jit_bit_for_bit(jit: JitModule, tmp_path: Path) -> None
                   if g != w]
     assert not mismatches, mismatches[:10]
 
-    # and the fma really is one vector instruction per 16 lanes, not a libm call
+    # and the fma really is one vector instruction per 16 lanes, not a libm call; with
+    # the preference flag whatever -march=native tunes for (see the module docstring)
     asm = subprocess.run([CXX, *flags, "-S", "-o", "-", str(src)], capture_output=True,
                          text=True, check=True).stdout
-    if "avx512f" in host_info().features:
-        assert re.search(r"vfmadd\d+ps\s+.*zmm", asm)
+    widths = _packed_fma_widths(asm)
+    if "avx512f" in host_info().features and "-mprefer-vector-width=512" in flags:
+        assert widths.get("zmm") and set(widths) == {"zmm"}, (
+            f"expected only 512-bit packed FMAs, found {widths}; assumed: an AVX-512 host "
+            f"and {CXX} accepting -mprefer-vector-width=512; {_host_assumptions()}")
     assert not re.search(r"call\s+\S*fmaf", asm)
+
+
+# --------------------------------------------------------------------------------------
+# instruction selection for explicit targets: what the flags guarantee on every host
+
+_PACKED_FMA = re.compile(r"^\s+vf[n]?m(?:add|sub)\d*ps\s+.*%([xyz]mm)\d+\s*$", re.M)
+
+
+def _packed_fma_widths(asm: str) -> dict[str, int]:
+    """Packed f32 FMA instructions in AT&T assembly by register width: the destination
+    (last operand) is xmm, ymm or zmm."""
+    widths: dict[str, int] = {}
+    for reg in _PACKED_FMA.findall(asm):
+        widths[reg] = widths.get(reg, 0) + 1
+    return widths
+
+
+def _gemm_loops_module() -> ModuleOp:
+    """testdata/mnist_mlp.json's train step at the `loops` stage with 16-lane kernels
+    chosen explicitly (frame-gemm's micro-kernels on `vector<16xf32>`, on any host)."""
+    from frame_mlir.backend.cpp.program import lower_to_loops
+    from frame_mlir.frontend.spec_v0 import load_spec
+
+    spec = load_spec(str(Path(__file__).parents[2] / "testdata" / "mnist_mlp.json"))
+    return lower_to_loops(spec, CompileOptions(threads=1, f32_lanes=16)).module
+
+
+def _gxx_supports(*flags: str) -> bool:
+    if CXX is None:
+        return False
+    proc = subprocess.run([CXX, "-Werror", *flags, "-x", "c++", "-fsyntax-only", "-"],
+                          input="", capture_output=True, text=True, check=False)
+    return proc.returncode == 0
+
+
+# Each vendor's AVX-512 tuning: Intel's (GCC prefers 256-bit vectors for them) and AMD's
+# (no preference). GCC 12 knows znver3 but not znver4; znver3 stands for AMD.
+_TUNINGS = ["rocketlake", "icelake-server", "sapphirerapids", "znver3", "znver4", "generic"]
+
+
+@pytest.fixture(scope="module")
+def kernel_sources() -> dict[str, tuple[str, int]]:
+    """C++ of the hand-written vector kernels and of a model's GEMM step, with the
+    widest vector each uses."""
+    out = {}
+    for name, module in (("kernels", _parse(_KERNELS)), ("mnist_step", _gemm_loops_module())):
+        cpp = emit_module(module)
+        out[name] = (cpp.text(), cpp.vector_bits)
+    return out
+
+
+@needs_cxx
+@pytest.mark.parametrize("source", ["kernels", "mnist_step"])
+@pytest.mark.parametrize("tune", _TUNINGS)
+def test_cpp_keeps_512_bit_vectors_under_every_tuning(
+        kernel_sources: dict[str, tuple[str, int]], source: str, tune: str,
+        tmp_path: Path) -> None:
+    """With the emitted programs' flags, g++ compiles 16-lane kernels to zmm FMAs only
+    (as LLVM does with the vector-width attributes), whichever vendor it tunes for. Under
+    GCC's Intel tunings without the flag, the same source had no packed FMA at all:
+    every `frame_vfma` became 16 scalar FMAs between lane shuffles (issue 26)."""
+    arch = ["-march=x86-64-v4", f"-mtune={tune}"]
+    if not _gxx_supports(*arch):
+        pytest.skip(f"{CXX} does not know {' '.join(arch)}")
+    text, bits = kernel_sources[source]
+    assert bits == 512
+    flags = prefer_vector_width_flags(CXX, bits)
+    assert flags == ["-mprefer-vector-width=512"], f"{CXX} on x86 should take the flag"
+    src = tmp_path / f"{source}.cpp"
+    src.write_text(text)
+    asm = subprocess.run([CXX, "-std=c++17", "-O3", *arch, "-ffp-contract=off", *flags,
+                          "-S", "-o", "-", str(src)], capture_output=True, text=True,
+                         check=True).stdout
+    widths = _packed_fma_widths(asm)
+    assert widths.get("zmm") and set(widths) == {"zmm"}, (
+        f"{source} under {' '.join(arch)} {flags[0]}: packed FMAs by width {widths}")
+
+
+def test_jit_keeps_512_bit_vectors_for_intel_tuning(
+        kernel_sources: dict[str, tuple[str, int]]) -> None:
+    """The JIT's side of the comparison above: LLVM for an Intel AVX-512 CPU, with the
+    attributes `to_llvm_text` gives 512-bit code, uses zmm FMAs only, as g++ does."""
+    module = _lowered(_KERNELS)
+    zmm, ymm = _fma_widths(to_llvm_text(module, vector_bits=512), "skylake-avx512")
+    assert zmm > 0 and ymm == 0

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects import builtin, func
 
+from frame_mlir.backend.cpp.cmake import prefer_vector_width_flags
 from frame_mlir.backend.cpp.emitter import element_type, emit_module
 from frame_mlir.compile_options import CompileOptions
 from frame_mlir.passes.arith_expand_bf16 import bf16_round_bits
@@ -81,9 +82,12 @@ def assert_cpp_matches_jit(make_module: Callable[[], builtin.ModuleOp], fn: str,
                       *decls, f"alignas(64) static std::uint8_t arena[{arena_bytes}];",
                       "int main() {", f"  {fn}({', '.join(args)}, arena);", prints, "}", ""])
     src = tmp_path / f"{fn}.cpp"
-    src.write_text(emit_module(module).text() + main)
+    cpp = emit_module(module)
+    src.write_text(cpp.text() + main)
     exe = tmp_path / fn
-    subprocess.run([CXX or "g++", "-std=c++17", "-O2", "-ffp-contract=off", str(src), "-o",
+    cxx = CXX or "g++"
+    subprocess.run([cxx, "-std=c++17", "-O2", "-ffp-contract=off",
+                    *prefer_vector_width_flags(cxx, cpp.vector_bits), str(src), "-o",
                     str(exe)], check=True, capture_output=True, text=True)
     got = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
     flat = np.array([float.fromhex(v) if "nan" not in v else np.nan for v in got], np.float32)
@@ -210,8 +214,9 @@ def start_model(name: str, module: builtin.ModuleOp, lr: float | None, fn_suffix
     src = tmp_path / f"{name}.cpp"
     src.write_text(cpp.text() + _cpp_main(fn, cpp.info[fn_name].cpp_name, sig))
     exe = tmp_path / name
-    proc = subprocess.Popen([CXX or "g++", "-std=c++17", "-O2", "-march=native",
-                             "-ffp-contract=off", "-Wall",
+    cxx = CXX or "g++"
+    proc = subprocess.Popen([cxx, "-std=c++17", "-O2", "-march=native", "-ffp-contract=off",
+                             *prefer_vector_width_flags(cxx, cpp.vector_bits), "-Wall",
                              "-Wextra", "-Werror", str(src), "-o", str(exe), "-pthread"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     rng = np.random.default_rng(seed)

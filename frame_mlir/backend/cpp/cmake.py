@@ -5,13 +5,32 @@ GCC contracts `a * b + c` into an FMA by default and the JIT never does (its onl
 operation is the explicit `math.fma`, emitted as `std::fma`); `-march=native` where the
 compiler has it, so that `std::fma` is an instruction rather than a libm call. The build
 type defaults to Release (`-O3`). `Threads::Threads` is linked for the thread pool of
-kernels split over threads (`thread_pool.py`). `-fschedule-insns -fsched-pressure` (GCC) only affects
-speed.
+kernels split over threads (`thread_pool.py`). `-fschedule-insns -fsched-pressure` (GCC)
+only affects speed.
+
+`-mprefer-vector-width=N` (GCC and Clang on x86) is part of the speed contract: N is the
+width of the vectors the code generator chose (`frame_f32x16`, 512 bits, with AVX-512;
+`pipeline.vector_lanes`). A compiler's tuning for the host otherwise decides the width
+of every vector operation it builds itself: GCC's tunings for Intel's AVX-512 cores
+(rocketlake, sapphirerapids, ...) prefer 256 bits, so the lane loops of `frame_vfma` and
+`frame_splat` became pairs of ymm halves glued back together with shuffles and masked
+moves, and the emitted program ran 4-47x slower than the JIT on such hosts (issue 26)
+while the same source ran at the JIT's speed on AMD Zen. The flag is added only where the compiler
+accepts it (`check_cxx_compiler_flag`), so any C++17 compiler still builds the program.
 """
 
 from __future__ import annotations
 
-__all__ = ["cmake_lists", "target_name"]
+import functools
+import subprocess
+
+__all__ = [
+    "cmake_lists",
+    "native_tuning",
+    "prefer_vector_width_flags",
+    "target_name",
+    "vector_width_flag",
+]
 
 # Target names CMake or its generators reserve (`add_executable(test ...)` fails).
 _RESERVED_TARGETS = frozenset({
@@ -26,8 +45,88 @@ def target_name(model: str) -> str:
     return f"{model}_train" if model.lower() in _RESERVED_TARGETS else model
 
 
-def cmake_lists(model: str, sources: tuple[str, ...] = ("main.cpp",)) -> str:
-    """CMakeLists.txt building `sources` into the executable `target_name(model)`."""
+# The widths `-mprefer-vector-width=` takes (GCC: none, 128, 256, 512).
+_PREFERRED_WIDTHS = (512, 256, 128)
+
+
+def vector_width_flag(vector_bits: int | None) -> str | None:
+    """The compiler flag asking for vectors of `vector_bits` (the generated kernels'
+    widest): `-mprefer-vector-width=512` for 16-lane f32 code, 256 for 8 lanes, 128 for
+    4; None for scalar code (no vectors to keep whole). The flag is GCC's and Clang's on
+    x86; callers add it only where the compiler accepts it."""
+    if vector_bits is None:
+        return None
+    for width in _PREFERRED_WIDTHS:
+        if vector_bits >= width:
+            return f"-mprefer-vector-width={width}"
+    return None
+
+
+@functools.cache
+def _accepts(cxx: str, flag: str) -> bool:
+    """Whether the compiler `cxx` accepts `flag` (what CMake's check_cxx_compiler_flag
+    asks: compile an empty translation unit with it, warnings as errors)."""
+    try:
+        proc = subprocess.run([cxx, "-Werror", flag, "-x", "c++", "-fsyntax-only", "-"],
+                              input="", capture_output=True, text=True, timeout=60,
+                              check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0
+
+
+def prefer_vector_width_flags(cxx: str, vector_bits: int | None) -> list[str]:
+    """`[vector_width_flag(vector_bits)]` if the compiler `cxx` accepts it, else `[]`:
+    the flags a direct compiler call (tests, benchmarks) adds to build emitted code as
+    its CMakeLists.txt does."""
+    flag = vector_width_flag(vector_bits)
+    return [flag] if flag is not None and _accepts(cxx, flag) else []
+
+
+@functools.cache
+def native_tuning(cxx: str) -> dict[str, str]:
+    """What `-march=native` means to the compiler `cxx` on this host, as GCC's
+    `-Q --help=target` reports it: `{"march": "sapphirerapids", "mtune": ...,
+    "mprefer-vector-width": "256"}` (`none`: the tuning does not cap the width). Empty
+    for a compiler without that report (Clang). For benchmarks and failure messages: the
+    same source builds to different code under different tunings."""
+    try:
+        proc = subprocess.run([cxx, "-march=native", "-Q", "--help=target"],
+                              capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    found: dict[str, str] = {}
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in ("-march=", "-mtune=", "-mprefer-vector-width="):
+            found[parts[0][1:-1]] = parts[1]
+    return found if proc.returncode == 0 else {}
+
+
+def _vector_width_block(target: str, vector_bits: int | None) -> str:
+    flag = vector_width_flag(vector_bits)
+    if flag is None:
+        return ""
+    width = flag.rsplit("=", 1)[1]
+    # A cache variable per width: one CMake tree may hold programs emitted for different
+    # widths (check_cxx_compiler_flag caches its answer under the variable's name).
+    var = f"FRAME_HAS_PREFER_VECTOR_WIDTH_{width}"
+    return f"""\
+# Speed: the kernels' vectors are {width} bits wide (the width the code generator chose
+# for the emitting host); keep them whole whatever the compiler's tuning prefers (GCC's
+# tunings for Intel AVX-512 cores prefer 256 bits and split every 512-bit operation).
+check_cxx_compiler_flag({flag} {var})
+if({var})
+  target_compile_options({target} PRIVATE {flag})
+endif()
+"""
+
+
+def cmake_lists(model: str, sources: tuple[str, ...] = ("main.cpp",), *,
+                vector_bits: int | None = None) -> str:
+    """CMakeLists.txt building `sources` into the executable `target_name(model)`;
+    `vector_bits` is the width of the vectors the code generator chose (see the module
+    docstring; None: no vector-width preference)."""
     target = target_name(model)
     return f"""\
 # Generated by frame-dslc --emit: a standalone C++17 program that trains `{model}`.
@@ -65,4 +164,4 @@ check_cxx_compiler_flag("-fschedule-insns -fsched-pressure" FRAME_HAS_SCHED_PRES
 if(FRAME_HAS_SCHED_PRESSURE)
   target_compile_options({target} PRIVATE -fschedule-insns -fsched-pressure)
 endif()
-"""
+""" + _vector_width_block(target, vector_bits)

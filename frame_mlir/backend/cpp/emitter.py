@@ -320,6 +320,9 @@ class CppModule:
     prototypes: list[str] = field(default_factory=list)
     functions: list[str] = field(default_factory=list)
     info: dict[str, FunctionInfo] = field(default_factory=dict)  # by IR symbol
+    # Bits of the widest vector type the functions use (0: scalar code only): what the
+    # build asks the compiler to keep whole (`cmake.vector_width_flag`).
+    vector_bits: int = 0
 
     def text(self) -> str:
         """A complete translation unit (without `main`)."""
@@ -563,6 +566,7 @@ class CppEmitter:
         if name not in self.out.helpers:
             element = scalar_type(elem)
             nbytes = lanes * elem.bitwidth // 8
+            self.out.vector_bits = max(self.out.vector_bits, 8 * nbytes)
             self.out.helpers[name] = (
                 f"typedef {element} {name} __attribute__((vector_size({nbytes})));")
         return name

@@ -53,7 +53,7 @@ from frame_mlir.backend.cpp.emitter import (
 )
 from frame_mlir.frontend.lower_spec import LoweredModel, lower_spec
 from frame_mlir.frontend.spec import InlineInit, ModelSpec, TensorInit, UniformInit
-from frame_mlir.passes.pipeline import CompileOptions, run_pipeline
+from frame_mlir.passes.pipeline import CompileOptions, run_pipeline, vector_lanes
 from frame_mlir.runtime.executable import FunctionSignature, signatures
 
 __all__ = [
@@ -512,6 +512,11 @@ def generate_program(spec: ModelSpec, loops: LoopsModule | None = None,
     given)."""
     loops = loops or lower_to_loops(spec, options)
     cpp = emit_module(loops.module)
+    # The build prefers vectors of the width frame-gemm was given (emit_program); a
+    # wider vector here would be split by compilers that tune for narrower ones.
+    assert cpp.vector_bits <= 32 * vector_lanes(options), (
+        f"kernels use {cpp.vector_bits}-bit vectors, wider than the chosen "
+        f"{32 * vector_lanes(options)}")
     cpp.includes.update({"cerrno", "chrono", "cmath", "cstddef", "cstdint", "cstdio",
                          "cstring", "random", "string", "vector"})
     main_text = _MainWriter(spec, loops, cpp).write()
@@ -541,8 +546,9 @@ def emit_program(spec: ModelSpec, out_dir: Path,
         raise NotADirectoryError(errno.ENOTDIR, "expected a directory, found a file",
                                  str(out_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
+    loops = lower_to_loops(spec, options)
     main_cpp = out_dir / "main.cpp"
-    main_cpp.write_text(generate_program(spec, options=options))
+    main_cpp.write_text(generate_program(spec, loops, options))
     cmake = out_dir / "CMakeLists.txt"
-    cmake.write_text(cmake_lists(spec.name))
+    cmake.write_text(cmake_lists(spec.name, vector_bits=32 * vector_lanes(options)))
     return [main_cpp, cmake]
