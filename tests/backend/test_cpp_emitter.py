@@ -248,14 +248,18 @@ def test_builds_prefer_the_generators_vector_width(binaries: dict[str, Path]) ->
     """The program's vectors are as wide as frame-gemm's (the host's lanes when the
     options do not say): its build asks the compiler for that width wherever the
     compiler takes the flag, so its tuning for the host cannot split them."""
+    from frame_mlir.backend.host import host_info
+
     assert CXX is not None
     bits = 32 * vector_lanes()
     flags = prefer_vector_width_flags(CXX, bits)
     command = _compile_commands(binaries["mnist_mlp"].parents[1])["mnist_mlp"]
+    assumed = (f"assumed: {bits}-bit kernels (host CPU {host_info().cpu}, "
+               f"{host_info().f32_lanes} f32 lanes), {CXX} taking {flags or 'no flag'}")
     for flag in flags:
-        assert f" {flag} " in f" {command} ", command
+        assert f" {flag} " in f" {command} ", f"{command}\n{assumed}"
     if not flags:
-        assert "-mprefer-vector-width" not in command
+        assert "-mprefer-vector-width" not in command, f"{command}\n{assumed}"
 
 
 @needs_toolchain
