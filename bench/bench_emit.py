@@ -126,13 +126,12 @@ def jit_seconds_per_step(spec: ModelSpec, steps: int, repeats: int) -> float:
     return best
 
 
-def measure(name: str, root: Path, repeats: int, *, width_flag: bool = True
-            ) -> tuple[float, float, bool, float]:
+def measure(name: str, root: Path, repeats: int) -> tuple[float, float, bool, float]:
     """Build `testdata/<name>.json`'s program under `root / name` and time it beside the
     JIT: (JIT s/step, C++ s/step, stdout identical to frame-run's, build seconds)."""
     spec = load_spec(str(ROOT / "testdata" / f"{name}.json"))
     steps = spec.training.steps
-    binary, build_s = build(spec, root / name, width_flag=width_flag)
+    binary, build_s = build(spec, root / name)
     cpp, stdout = cpp_seconds_per_step(binary, steps, repeats)
     jit = jit_seconds_per_step(spec, steps, repeats)
     frame_run = io.StringIO()
@@ -159,12 +158,12 @@ def main() -> int:
         print(f"{'model':<10} {'steps':>5} {'JIT ms/step':>12} {'C++ ms/step':>12} "
               f"{'C++/JIT':>8} {'build s':>8}  identical{extra}")
         for name in models:
-            steps = load_spec(str(ROOT / "testdata" / f"{name}.json")).training.steps
+            spec = load_spec(str(ROOT / "testdata" / f"{name}.json"))
+            steps = spec.training.steps
             jit, cpp, same, build_s = measure(name, root, repeats)
             line = (f"{name:<10} {steps:>5} {jit * 1e3:>12.4f} {cpp * 1e3:>12.4f} "
                     f"{cpp / jit:>8.2f} {build_s:>8.1f}  {'yes' if same else 'NO':<9}")
             if args.without_width_flag:
-                spec = load_spec(str(ROOT / "testdata" / f"{name}.json"))
                 binary, _ = build(spec, root / f"{name}_no_flag", width_flag=False)
                 # tens of times slower where the tuning splits the vectors: 3 repeats
                 plain, _ = cpp_seconds_per_step(binary, steps, min(repeats, 3))

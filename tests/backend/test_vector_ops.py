@@ -30,7 +30,11 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from frame_mlir.backend.cpp.cmake import native_tuning, prefer_vector_width_flags
+from frame_mlir.backend.cpp.cmake import (
+    compiler_accepts,
+    native_tuning,
+    prefer_vector_width_flags,
+)
 from frame_mlir.backend.cpp.emitter import CppEmitError, emit_module
 from frame_mlir.backend.host import host_info
 from frame_mlir.backend.llvm.jit import JitModule, _ensure_initialized, jit_compile, optimize
@@ -648,14 +652,6 @@ def _gemm_loops_module() -> ModuleOp:
     return lower_to_loops(spec, CompileOptions(threads=1, f32_lanes=16)).module
 
 
-def _gxx_supports(*flags: str) -> bool:
-    if CXX is None:
-        return False
-    proc = subprocess.run([CXX, "-Werror", *flags, "-x", "c++", "-fsyntax-only", "-"],
-                          input="", capture_output=True, text=True, check=False)
-    return proc.returncode == 0
-
-
 # Each vendor's AVX-512 tuning: Intel's (GCC prefers 256-bit vectors for them) and AMD's
 # (no preference). GCC 12 knows znver3 but not znver4; znver3 stands for AMD.
 _TUNINGS = ["rocketlake", "icelake-server", "sapphirerapids", "znver3", "znver4", "generic"]
@@ -683,7 +679,7 @@ def test_cpp_keeps_512_bit_vectors_under_every_tuning(
     GCC's Intel tunings without the flag, the same source had no packed FMA at all:
     every `frame_vfma` became 16 scalar FMAs between lane shuffles (issue 26)."""
     arch = ["-march=x86-64-v4", f"-mtune={tune}"]
-    if not _gxx_supports(*arch):
+    if not compiler_accepts(CXX, *arch):
         pytest.skip(f"{CXX} does not know {' '.join(arch)}")
     text, bits = kernel_sources[source]
     assert bits == 512
@@ -699,8 +695,7 @@ def test_cpp_keeps_512_bit_vectors_under_every_tuning(
         f"{source} under {' '.join(arch)} {flags[0]}: packed FMAs by width {widths}")
 
 
-def test_jit_keeps_512_bit_vectors_for_intel_tuning(
-        kernel_sources: dict[str, tuple[str, int]]) -> None:
+def test_jit_keeps_512_bit_vectors_for_intel_tuning() -> None:
     """The JIT's side of the comparison above: LLVM for an Intel AVX-512 CPU, with the
     attributes `to_llvm_text` gives 512-bit code, uses zmm FMAs only, as g++ does."""
     module = _lowered(_KERNELS)

@@ -15,8 +15,9 @@ of every vector operation it builds itself: GCC's tunings for Intel's AVX-512 co
 (rocketlake, sapphirerapids, ...) prefer 256 bits, so the lane loops of `frame_vfma` and
 `frame_splat` became pairs of ymm halves glued back together with shuffles and masked
 moves, and the emitted program ran 4-47x slower than the JIT on such hosts (issue 26)
-while the same source ran at the JIT's speed on AMD Zen. The flag is added only where the compiler
-accepts it (`check_cxx_compiler_flag`), so any C++17 compiler still builds the program.
+while the same source ran at the JIT's speed on AMD Zen. The flag is added only where
+the compiler accepts it (`check_cxx_compiler_flag`), so any C++17 compiler still builds
+the program.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import subprocess
 
 __all__ = [
     "cmake_lists",
+    "compiler_accepts",
     "native_tuning",
     "prefer_vector_width_flags",
     "target_name",
@@ -49,25 +51,26 @@ def target_name(model: str) -> str:
 _PREFERRED_WIDTHS = (512, 256, 128)
 
 
+def _preferred_width(vector_bits: int | None) -> int | None:
+    """The widest width `-mprefer-vector-width=` takes that `vector_bits` fills."""
+    return next((w for w in _PREFERRED_WIDTHS if (vector_bits or 0) >= w), None)
+
+
 def vector_width_flag(vector_bits: int | None) -> str | None:
     """The compiler flag asking for vectors of `vector_bits` (the generated kernels'
     widest): `-mprefer-vector-width=512` for 16-lane f32 code, 256 for 8 lanes, 128 for
     4; None for scalar code (no vectors to keep whole). The flag is GCC's and Clang's on
     x86; callers add it only where the compiler accepts it."""
-    if vector_bits is None:
-        return None
-    for width in _PREFERRED_WIDTHS:
-        if vector_bits >= width:
-            return f"-mprefer-vector-width={width}"
-    return None
+    width = _preferred_width(vector_bits)
+    return None if width is None else f"-mprefer-vector-width={width}"
 
 
 @functools.cache
-def _accepts(cxx: str, flag: str) -> bool:
-    """Whether the compiler `cxx` accepts `flag` (what CMake's check_cxx_compiler_flag
-    asks: compile an empty translation unit with it, warnings as errors)."""
+def compiler_accepts(cxx: str, *flags: str) -> bool:
+    """Whether the compiler `cxx` accepts `flags` (what CMake's check_cxx_compiler_flag
+    asks: compile an empty translation unit with them, warnings as errors)."""
     try:
-        proc = subprocess.run([cxx, "-Werror", flag, "-x", "c++", "-fsyntax-only", "-"],
+        proc = subprocess.run([cxx, "-Werror", *flags, "-x", "c++", "-fsyntax-only", "-"],
                               input="", capture_output=True, text=True, timeout=60,
                               check=False)
     except (OSError, subprocess.SubprocessError):
@@ -80,7 +83,7 @@ def prefer_vector_width_flags(cxx: str, vector_bits: int | None) -> list[str]:
     the flags a direct compiler call (tests, benchmarks) adds to build emitted code as
     its CMakeLists.txt does."""
     flag = vector_width_flag(vector_bits)
-    return [flag] if flag is not None and _accepts(cxx, flag) else []
+    return [flag] if flag is not None and compiler_accepts(cxx, flag) else []
 
 
 @functools.cache
@@ -104,10 +107,10 @@ def native_tuning(cxx: str) -> dict[str, str]:
 
 
 def _vector_width_block(target: str, vector_bits: int | None) -> str:
-    flag = vector_width_flag(vector_bits)
-    if flag is None:
+    width = _preferred_width(vector_bits)
+    if width is None:
         return ""
-    width = flag.rsplit("=", 1)[1]
+    flag = f"-mprefer-vector-width={width}"
     # A cache variable per width: one CMake tree may hold programs emitted for different
     # widths (check_cxx_compiler_flag caches its answer under the variable's name).
     var = f"FRAME_HAS_PREFER_VECTOR_WIDTH_{width}"
