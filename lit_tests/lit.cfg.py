@@ -29,3 +29,8 @@ config.environment["FRAME_CACHE_DIR"] = os.path.join(  # noqa: F821
     config.test_source_root, "Output", "frame-cache"  # noqa: F821
 )
 config.environment["FRAME_CACHE_MAX_BYTES"] = str(64 << 20)  # noqa: F821
+
+# Verify the IR after every pass in every tool, as the pytest suite does (frame-opt
+# does by default; frame-run, frame-dslc and frame-kyn verify only the pipeline's input
+# and output unless asked).
+config.environment["FRAME_VERIFY_EACH"] = "1"  # noqa: F821

@@ -5,6 +5,7 @@ pytest loads this file -- before any test module is imported and before any tool
 runs as a subprocess (they inherit the environment) -- and removed at the end.
 `FRAME_NO_CACHE` is cleared so that the cache is exercised the same way whatever the
 caller's environment says; tests that need no cache pass `cache=None` or `--no-cache`.
+`FRAME_VERIFY_EACH=1`: every compile verifies the IR after each pass, as frame-opt does.
 
 The suite runs on two worker processes (pytest-xdist, `addopts` in pyproject.toml),
 one test file at a time per worker (`--dist=loadfile`: a file's module fixtures, such
@@ -42,6 +43,10 @@ os.environ[_SHARED_ENV] = _CACHE_DIR
 os.environ["FRAME_CACHE_DIR"] = _CACHE_DIR
 os.environ.pop("FRAME_NO_CACHE", None)
 os.environ.pop("FRAME_CACHE_MAX_BYTES", None)
+# Verify the IR after every pass, in this process and every tool the tests start, so a
+# broken pass is caught where it breaks the IR (a user's compile verifies only the
+# pipeline's input and output; frame_mlir/passes/pipeline.py, run_passes).
+os.environ["FRAME_VERIFY_EACH"] = "1"
 
 #: Test files (relative to tests/) in the order the workers should get them first:
 #: about 20 s or more of one core each on the 2-core CI machine, longest first. The

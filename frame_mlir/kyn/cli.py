@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "the gpu, gpu-llvm, nvvm and ptx stages")
     t.add_argument("--print-ir-after-all", action="store_true",
                    help="print the IR after every pass to stderr")
+    from frame_mlir.tools.compile_flags import add_compile_arguments
+
+    add_compile_arguments(t)
     from frame_mlir.tools.dp_run import add_distributed_arguments
 
     add_distributed_arguments(t, every="epochs",
@@ -86,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     _param_arg(s)
     s.add_argument("--out-dir", default=".", metavar="DIR")
     s.add_argument("--no-cache", action="store_true")
+    add_compile_arguments(s)
 
     f = sub.add_parser("fmt", help="format a program canonically (keeps comments)",
                        description="Print PATH formatted; --write rewrites it, --check "
@@ -318,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
+        from frame_mlir.tools import compile_flags
+
+        compile_flags.apply(args)
         if args.command == "train":
             _check_train_flags(parser, args)
         return COMMANDS[args.command](args)

@@ -1,8 +1,9 @@
 """The whole pipeline, readable in one place: named stages, in order.
 
 Each stage name is a stop/dump point (`frame-run --emit-stage=<stage>`,
-`--print-ir-after-all`). The module is verified after every pass; a verifier
-failure names the pass that broke the IR.
+`--print-ir-after-all`). The module is verified before and after the pipeline, and
+after every pass with `--verify-each` / `$FRAME_VERIFY_EACH=1` (frame-opt and the
+tests); either way a verifier failure names the pass that broke the IR.
 
     frame       frontend output (nn Modules -> frame ops), shapes inferred
     autodiff    + `@f_grad`: loss and parameter gradients (frame-autodiff)
@@ -21,6 +22,7 @@ failure names the pass that broke the IR.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -47,6 +49,7 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 from xdsl.transforms.lower_affine import LowerAffinePass
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException
 
+from frame_mlir import timing
 from frame_mlir.compile_options import CompileOptions
 from frame_mlir.dialects.frame import Frame
 from frame_mlir.dialects.frame_rt import FrameRt
@@ -169,29 +172,115 @@ class PipelineError(Exception):
         self.pass_name = pass_name
 
 
-def run_passes(ctx: Context, module: ModuleOp, passes: Sequence[ModulePass],
-               after_pass: Callable[[ModulePass, ModuleOp], None] | None = None) -> None:
-    """Apply `passes` in order, verifying after each one.
+ENV_VERIFY_EACH = "FRAME_VERIFY_EACH"
 
-    A pass with a `has_work(module)` method that returns False is skipped: the module
-    it would leave unchanged is not verified again (verification is ~40% of a compile;
-    the IR was verified after the pass before)."""
-    for p in passes:
-        has_work = getattr(p, "has_work", None)
-        if has_work is not None and not has_work(module):
-            if after_pass is not None:
-                after_pass(p, module)
-            continue
+
+def verify_each_from_env() -> bool:
+    """Whether `$FRAME_VERIFY_EACH` asks for verification after every pass (any value
+    but empty or 0). The default for every compile but frame-opt's, which verifies
+    after each pass unless told `--verify-each=0`, as mlir-opt does."""
+    return os.environ.get(ENV_VERIFY_EACH, "").strip() not in ("", "0")
+
+
+def _apply(ctx: Context, module: ModuleOp, p: ModulePass, verify: bool) -> None:
+    """Run one pass (timed as its name), then verify when asked; a failure of either
+    raises PipelineError naming the pass."""
+    with timing.section(p.name):
         try:
             p.apply(ctx, module)
         except (PassFailedException, DiagnosticException) as err:
             raise PipelineError(p.name, str(err)) from None
+        if verify:
+            with timing.section("verify"):
+                try:
+                    module.verify()
+                except DiagnosticException as err:
+                    raise PipelineError(p.name, f"produced invalid IR: {err}") from None
+
+
+def _name_the_breaking_pass(ctx: Context, original: ModuleOp,
+                            passes: Sequence[ModulePass]) -> None:
+    """Run `passes` on `original` (the pipeline's input), verifying after each, and raise
+    the PipelineError of the first pass whose output does not verify; return if none
+    does before the pipeline fails the same way again (or not at all)."""
+    with timing.section("verify each (naming the pass that broke the IR)"):
+        try:
+            run_passes(ctx, original, passes, verify_each=True)
+        except PipelineError as err:
+            if "produced invalid IR" in str(err):
+                raise
+        except Exception:
+            pass
+
+
+def run_passes(ctx: Context, module: ModuleOp, passes: Sequence[ModulePass],
+               after_pass: Callable[[ModulePass, ModuleOp], None] | None = None, *,
+               verify_each: bool | None = None,
+               stage_of: Callable[[int], str | None] | None = None) -> None:
+    """Apply `passes` in order.
+
+    Verification, as MLIR's pass manager does it: with `verify_each` (default:
+    `$FRAME_VERIFY_EACH`) the module is verified after every pass, so the pass that
+    breaks the IR is named where it does; without, only the input and the output are
+    (verification is ~40 % of a compile). If the output then fails to verify, the
+    passes run again on a copy of the input, verifying after each, to name the pass
+    that broke it: the same error as with `verify_each`, paid for only on failure.
+
+    A pass with a `has_work(module)` method that returns False is skipped: the module
+    it would leave unchanged is not verified again. `stage_of(i)` names the pipeline
+    stage of the i-th pass: the timing report (`frame_mlir.timing`) groups the passes
+    by stage.
+    """
+    if verify_each is None:
+        verify_each = verify_each_from_env()
+    if not passes:
+        return
+    with timing.section("verify input"):
         try:
             module.verify()
         except DiagnosticException as err:
-            raise PipelineError(p.name, f"produced invalid IR: {err}") from None
-        if after_pass is not None:
-            after_pass(p, module)
+            raise PipelineError("input", f"invalid IR before {passes[0].name}: {err}"
+                                ) from None
+    original = None if verify_each else module.clone()
+    stage: str | None = None
+    stage_section = None
+    try:
+        try:
+            for i, p in enumerate(passes):
+                name = stage_of(i) if stage_of is not None else None
+                if name != stage:
+                    if stage_section is not None:
+                        stage_section.__exit__(None, None, None)
+                    stage, stage_section = name, None
+                    if name is not None:
+                        stage_section = timing.section(name)
+                        stage_section.__enter__()
+                has_work = getattr(p, "has_work", None)
+                if has_work is None or has_work(module):
+                    _apply(ctx, module, p, verify_each)
+                if after_pass is not None:
+                    after_pass(p, module)
+        except Exception:
+            if original is not None:
+                # A pass failed on IR that was perhaps broken by an earlier one, which
+                # nothing verified: if so, name that one instead.
+                _name_the_breaking_pass(ctx, original, passes)
+            raise
+    finally:
+        if stage_section is not None:
+            stage_section.__exit__(None, None, None)
+    if verify_each:
+        return
+    with timing.section("verify output"):
+        try:
+            module.verify()
+            return
+        except DiagnosticException as err:
+            error = err
+    assert original is not None
+    _name_the_breaking_pass(ctx, original, passes)
+    raise PipelineError(passes[-1].name, f"produced invalid IR (found verifying the "
+                        f"pipeline's output; no single pass reproduced it): {error}")
 
 
 def stage_passes(lr: float | None, options: CompileOptions | None = None, *,
@@ -227,10 +316,40 @@ def stage_passes(lr: float | None, options: CompileOptions | None = None, *,
 def run_pipeline(module: ModuleOp, lr: float | None, *, stop_after: str | None = None,
                  start_after: str | None = None,
                  after_pass: Callable[[ModulePass, ModuleOp], None] | None = None,
-                 ctx: Context | None = None, options: CompileOptions | None = None
-                 ) -> ModuleOp:
+                 ctx: Context | None = None, options: CompileOptions | None = None,
+                 verify_each: bool | None = None,
+                 after_stage: Callable[[str, ModuleOp], None] | None = None) -> ModuleOp:
     """Run the stages on `module` in place, from after `start_after` (default: the
-    beginning) up to and including `stop_after` (default: the end)."""
+    beginning) up to and including `stop_after` (default: the end).
+
+    Verifies the input and the output, and after every pass with `verify_each`
+    (default `$FRAME_VERIFY_EACH`; see `run_passes`). `after_stage(name, module)` is
+    called at the end of each stage."""
     passes = stage_passes(lr, options, start_after=start_after, stop_after=stop_after)
-    run_passes(ctx or make_context(), module, passes, after_pass)
+    # Which stage each pass belongs to (the same walk as stage_passes').
+    names: list[str] = []
+    started = start_after is None
+    for stage in stages(lr, options):
+        if started:
+            names.extend(stage.name for _ in stage.passes)
+        if stage.name == start_after:
+            started = True
+        if stage.name == stop_after:
+            break
+    assert len(names) == len(passes)
+    hook = after_pass
+    if after_stage is not None:
+        last = {i: n for i, n in enumerate(names)
+                if i + 1 == len(names) or names[i + 1] != n}
+        index = {id(p): i for i, p in enumerate(passes)}
+
+        def hook(p: ModulePass, m: ModuleOp) -> None:
+            if after_pass is not None:
+                after_pass(p, m)
+            i = index[id(p)]
+            if i in last:
+                after_stage(last[i], m)
+
+    run_passes(ctx or make_context(), module, passes, hook, verify_each=verify_each,
+               stage_of=names.__getitem__)
     return module

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from frame_mlir import timing
 from frame_mlir.backend.llvm.jit import JitModule, jit_compile
 
 if TYPE_CHECKING:
@@ -312,10 +313,16 @@ def compile_module(module: ModuleOp, *, lr: float | None = None, opt_level: int 
         from frame_mlir.backend.llvm.cache import CompileCache
 
         cache = CompileCache.from_env()
-    run_pipeline(module, lr, stop_after="loops", after_pass=after_pass, options=options)
-    sigs = signatures(module)  # after `loops`: kernels may add scratch to the arena
-    run_pipeline(module, lr, start_after="loops", after_pass=after_pass, options=options)
-    return Executable(module, sigs, opt_level=opt_level, cache=cache)
+    sigs: dict[str, FunctionSignature] = {}
+
+    def after_stage(stage: str, m: ModuleOp) -> None:
+        if stage == "loops":  # after `loops`: kernels may add scratch to the arena
+            sigs.update(signatures(m))
+
+    with timing.compile_session():
+        run_pipeline(module, lr, after_pass=after_pass, options=options,
+                     after_stage=after_stage)
+        return Executable(module, sigs, opt_level=opt_level, cache=cache)
 
 
 class BoundFunction:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from frame_mlir import timing
 from frame_mlir.frontend.spec import ModelSpec
 from frame_mlir.runtime.executable import Executable, FunctionSignature, aligned_empty
 from frame_mlir.runtime.random import InitialValues, generate_initial_values
@@ -102,6 +103,12 @@ class CompiledSpec:
                  after_pass: Callable[[ModulePass, ModuleOp], None] | None = None,
                  options: CompileOptions | None = None,
                  cache: CompileCache | None = ENV_CACHE):
+        with timing.compile_session():
+            self._init(spec, opt_level, after_pass, options, cache)
+
+    def _init(self, spec: ModelSpec, opt_level: int,
+              after_pass: Callable[[ModulePass, ModuleOp], None] | None,
+              options: CompileOptions | None, cache: CompileCache | None | Any) -> None:
         t0 = time.perf_counter()
         self.spec = spec
         #: Split for data-parallel training (`options.data_parallel` ranks): the step
@@ -120,8 +127,10 @@ class CompiledSpec:
         if cache is not None:
             from frame_mlir.backend.llvm.cache import make_key
 
-            key, material = make_key("spec", spec_cache_material(spec, opt_level, options))
-            entry = cache.load(key, material)
+            with timing.section("cache lookup"):
+                key, material = make_key("spec", spec_cache_material(spec, opt_level,
+                                                                     options))
+                entry = cache.load(key, material)
         if entry is not None:
             assert cache is not None and key is not None
             self.from_cache = self._load(entry, opt_level, cache, key)
@@ -143,7 +152,8 @@ class CompiledSpec:
         from frame_mlir.frontend.lower_spec import lower_spec
         from frame_mlir.runtime.executable import compile_module
 
-        self.lowered = lower_spec(self.spec)
+        with timing.section("frontend"):
+            self.lowered = lower_spec(self.spec)
         if self.data_parallel:
             from frame_mlir.runtime.data_parallel import mark_per_sample
 

@@ -91,7 +91,6 @@ def emit_module_stage(module: ModuleOp, lr: float | None, stage: str, out: TextI
     LLVM stages print LLVM IR, the optimised IR or assembly). `lr` fuses SGD (None:
     gradient functions stay). `target` "cuda" (or "cuda-emulator") compiles for the GPU:
     the stages after bufferized are then the CUDA ones (`ptx` for `arch`)."""
-    from frame_mlir.passes.pipeline import run_pipeline
     from frame_mlir.tools.cuda_run import check_stage
 
     check_stage(target, stage)  # TGT-001: a stage of the other target
@@ -101,6 +100,16 @@ def emit_module_stage(module: ModuleOp, lr: float | None, stage: str, out: TextI
         emit_cuda_stage(module, lr, stage, out, print_ir_after_all=print_ir_after_all,
                         options=options, arch=arch)
         return
+
+    from frame_mlir import timing
+
+    with timing.compile_session():
+        _emit_cpu_stage(module, lr, stage, out, print_ir_after_all, options)
+
+
+def _emit_cpu_stage(module: ModuleOp, lr: float | None, stage: str, out: TextIO,
+                    print_ir_after_all: bool, options: CompileOptions | None) -> None:
+    from frame_mlir.passes.pipeline import run_pipeline
 
     hook = print_ir_after_all_hook(sys.stderr) if print_ir_after_all else None
     if stage in STAGE_NAMES:

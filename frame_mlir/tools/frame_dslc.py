@@ -38,8 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true",
                    help="with --run: compile even if the compile cache holds this model "
                    "(also: FRAME_NO_CACHE=1), and store nothing")
+    from frame_mlir.tools.compile_flags import add_compile_arguments
     from frame_mlir.tools.driver import add_training_arguments
 
+    add_compile_arguments(p)
     add_training_arguments(p, networks=False)
     return p
 
@@ -50,6 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         args = build_parser().parse_args(argv)
+        from frame_mlir.tools import compile_flags
+
+        compile_flags.apply(args)
         if args.emit and not args.out:
             build_parser().error("--emit needs --out DIR")
         if args.out is not None and not args.emit:

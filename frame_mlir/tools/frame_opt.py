@@ -7,7 +7,9 @@
 `--help` lists the frame passes and the named pipelines (one per stage of
 `frame-run --emit-stage`, the driver's own pass lists); all of xDSL's dialects and
 passes are available too (convert-linalg-to-loops, cse, dce, ...: `--list-passes`).
-The IR is verified after every pass. `--verify-diagnostics` checks mlir-opt's
+The IR is verified after every pass (`--verify-each=0`: only the input and the output,
+still naming the pass that broke it). `--timing` reports each pass's wall time.
+`--verify-diagnostics` checks mlir-opt's
 `// expected-error {{...}}` annotations (see `verify_diagnostics.py`).
 """
 
@@ -81,6 +83,16 @@ class FrameOptMain(xDSLOptMain):
         arg_parser.add_argument(
             "--list-passes", action="store_true",
             help="list every pass and pipeline, xDSL's included, with its description")
+        arg_parser.add_argument(
+            "--verify-each", type=_flag01, nargs="?", const=True, default=True,
+            metavar="0|1",
+            help="verify the IR after every pass (default 1, as mlir-opt); with 0 only "
+            "the input and the output are verified, and a failure of the output runs the "
+            "passes again, verifying each, to name the pass that broke the IR")
+        arg_parser.add_argument(
+            "--timing", action="store_true",
+            help="print the wall time of each pass and of verification to stderr, as "
+            "mlir-opt's --mlir-timing (also: FRAME_TIMING=1)")
 
     def pass_listing(self, upstream: bool) -> str:
         """The frame passes and pipelines with their options and one-line descriptions;
@@ -168,38 +180,62 @@ class FrameOptMain(xDSLOptMain):
         return super().get_input_stream()
 
     def apply_passes(self, prog: ModuleOp) -> None:
-        """The passes one by one, verifying after each (as xDSL's pipeline does).
+        """The passes one by one, verifying after each (as xDSL's pipeline does), or with
+        `--verify-each=0` the input and the output only.
 
         A failure says where: a verifier error names the failing op's file:line:col
         and, past the input, the pass after which the IR stopped verifying; any other
         error raised inside a pass is prefixed with that pass's name. The location is
         also recorded on the exception (`locations.locate`) for --verify-diagnostics.
         """
+        passes = self.pipeline.passes
+        original = None if self.args.verify_each or not passes else prog.clone()
+        try:
+            self._run_passes(prog, passes, verify_each=self.args.verify_each)
+        except Exception:
+            if original is None:
+                raise
+            # Verified only at the end, or a pass failed on IR an earlier one may have
+            # broken: run the passes again on the input, verifying after each, so the
+            # error is the one --verify-each=1 gives (naming the pass that broke it).
+            self._run_passes(original, passes, verify_each=True)
+            raise
+
+    def _run_passes(self, prog: ModuleOp, passes: Sequence[ModulePass], *,
+                    verify_each: bool) -> None:
+        """`apply_passes`' loop: verify the input, apply each pass, verify after each
+        (every one with `verify_each`, else only the last) -- xDSL's callback also prints
+        between passes with `--print-between-passes`."""
         from xdsl.utils.exceptions import (
             DiagnosticException,
             PassFailedException,
             VerifyException,
         )
 
+        from frame_mlir import timing
         from frame_mlir.tools.locations import failure_loc, locate, source_loc_of, with_location
 
-        passes, callback = self.pipeline.passes, self.pipeline.callback
+        callback = self.pipeline.callback
         running: ModulePass | None = None
         done: ModulePass | None = None
         try:
             for nxt in (*passes, None):
-                if callback is not None:
-                    callback(done, prog, nxt)  # verifies (unless --disable-verify)
+                if callback is not None and (verify_each or done is None or nxt is None):
+                    with timing.section("verify"):
+                        callback(done, prog, nxt)  # verifies (unless --disable-verify)
                 if nxt is None:
                     break
                 running = nxt
-                nxt.apply(self.ctx, prog)
+                with timing.section(nxt.name):
+                    nxt.apply(self.ctx, prog)
                 running, done = None, nxt
         except PassFailedException as e:
             # The pass's own diagnostic names it; add where the op was written.
             raise locate(e, source_loc_of(getattr(e, "op", None))) from None
         except VerifyException as e:
             stage = running.name if running else (f"after {done.name}" if done else None)
+            if stage is not None and not verify_each and len(passes) > 1:
+                stage = f"after the pipeline, which ends with {done.name}" if done else stage
             raise locate(with_location(e, stage), failure_loc(prog)) from None
         except DiagnosticException as e:
             raise locate(with_location(e, running.name if running else None), None) from None
@@ -214,10 +250,13 @@ class FrameOptMain(xDSLOptMain):
         if self.args.list_passes:
             print(self.pass_listing(upstream=True))
             return 0
-        if not self.args.verify_diagnostics:
-            super().run()
-            return 0
-        return self.run_verifying()
+        from frame_mlir import timing
+
+        with timing.compile_session(self.args.timing or None, title="frame-opt"):
+            if not self.args.verify_diagnostics:
+                super().run()
+                return 0
+            return self.run_verifying()
 
     def run_verifying(self) -> int:
         """`--verify-diagnostics`: process every chunk, collect its diagnostics instead
@@ -291,6 +330,14 @@ class FrameOptMain(xDSLOptMain):
         diagnostics.extend(_warning_diagnostic(str(w.message), self.get_input_name())
                            for w in caught)
         return diagnostics
+
+
+def _flag01(text: str) -> bool:
+    """argparse type of `--verify-each=0|1` (also true/false)."""
+    value = {"1": True, "true": True, "0": False, "false": False}.get(text.strip().lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected 0 or 1, found {text!r}")
+    return value
 
 
 def _parse_error_diagnostics(e: ParseError, offset: int) -> list[Diagnostic]:

@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compile even if the compile cache holds this model (also: "
                    "FRAME_NO_CACHE=1), and store nothing")
     add_threads_argument(p, "training and --emit-stage")
+    from frame_mlir.tools.compile_flags import add_compile_arguments
+
+    add_compile_arguments(p)
     from frame_mlir.tools.driver import add_training_arguments
     from frame_mlir.tools.network_run import add_network_arguments
 
@@ -83,6 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
+        from frame_mlir.tools import compile_flags
+
+        compile_flags.apply(args)
         from frame_mlir.frontend.spec import ModelSpec
         from frame_mlir.tools.driver import (
             RUN_FILE_FLAGS,

@@ -20,6 +20,8 @@ from llvmlite.ir.values import FunctionAttributes
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects.builtin import ModuleOp
 
+from frame_mlir import timing
+
 _STRING_ATTR = re.compile(r'"[^"]+"="[^"]*"')
 
 
@@ -67,15 +69,18 @@ def to_llvm_ir(module: ModuleOp, *, vector_bits: int | None = None) -> ir.Module
     targets the host. Expects the output of
     `frame_mlir.passes.lower_to_llvm.lower_loops_to_llvm`.
     """
-    host_triple = llvm_binding.get_default_triple()
-    llvm_module = convert_module(module, fallback_target_triple=host_triple)
-    if llvm_module.triple == host_triple:
-        bits = vector_bits if vector_bits is not None else host_vector_bits()
-        if bits is not None:
-            set_vector_width(llvm_module, bits)
-    return llvm_module
+    with timing.section("llvm: translate"):
+        host_triple = llvm_binding.get_default_triple()
+        llvm_module = convert_module(module, fallback_target_triple=host_triple)
+        if llvm_module.triple == host_triple:
+            bits = vector_bits if vector_bits is not None else host_vector_bits()
+            if bits is not None:
+                set_vector_width(llvm_module, bits)
+        return llvm_module
 
 
 def to_llvm_text(module: ModuleOp, *, vector_bits: int | None = None) -> str:
     """Textual LLVM IR of `module` (see `to_llvm_ir`)."""
-    return str(to_llvm_ir(module, vector_bits=vector_bits))
+    llvm_module = to_llvm_ir(module, vector_bits=vector_bits)
+    with timing.section("llvm: translate"):
+        return str(llvm_module)
