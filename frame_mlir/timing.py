@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-__all__ = ["ENV_TIMING", "Timer", "add", "compile_session", "count_kernel",
+__all__ = ["ENV_TIMING", "Timer", "add", "add_before", "compile_session", "count_kernel",
            "section", "set_kernel_total", "timing_from_env"]
 
 ENV_TIMING = "FRAME_TIMING"
@@ -92,6 +92,13 @@ class Timer:
         node = self._stack[-1].child(name)
         node.seconds += seconds
         node.count += count
+
+    def add_before(self, name: str, seconds: float) -> None:
+        """Record `seconds` spent under `name` just before the timer started (a
+        frontend that ran before the compile was asked for): the total grows by them."""
+        self.root.child(name).seconds += seconds
+        self.root.child(name).count += 1
+        self._start -= seconds
 
     def total(self) -> float:
         """Seconds since the timer started."""
@@ -229,6 +236,13 @@ def add(name: str, seconds: float, count: int = 1) -> None:
     session = _session
     if session is not None and session.timer is not None:
         session.timer.add(name, seconds, count)
+
+
+def add_before(name: str, seconds: float) -> None:
+    """Record time spent before the session began (see `Timer.add_before`)."""
+    session = _session
+    if session is not None and session.timer is not None:
+        session.timer.add_before(name, seconds)
 
 
 def set_kernel_total(total: int) -> None:

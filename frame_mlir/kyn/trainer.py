@@ -336,11 +336,19 @@ class KynTrainer:
 
     # -- compilation -------------------------------------------------------------------
     def _compile(self, options: Any, cache: Any, after_pass: Any) -> None:
+        from frame_mlir import timing
+
+        with timing.compile_session():
+            self._compile_step(options, cache, after_pass)
+
+    def _compile_step(self, options: Any, cache: Any, after_pass: Any) -> None:
+        from frame_mlir import timing
         from frame_mlir.runtime.executable import compile_module
 
         m = self.module
-        fns = step_functions(m, list(self.shares), max(self.n_test, 1), self.opt,
-                             rank=self.rank, ranks=self.ranks)
+        with timing.section("frontend"):
+            fns = step_functions(m, list(self.shares), max(self.n_test, 1), self.opt,
+                                 rank=self.rank, ranks=self.ranks)
         if self.target == "cpu":
             ex = compile_module(fns.module(), options=options, after_pass=after_pass,
                                 cache=cache)

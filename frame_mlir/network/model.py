@@ -19,6 +19,7 @@ host buffer each, updated in place by the compiled code.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,7 +148,10 @@ class Network:
         self.target = target
         #: the compile cache (a CompileCache, None for none; default: the environment's)
         self.cache = cache
+        start = time.perf_counter()
         self._train_fn = build_function(spec, "train")  # also the shape check
+        #: the frontend's seconds, reported with the first compile's timing
+        self._frontend_seconds = time.perf_counter() - start
         self.param_infos: list[ParamInfo] = list(self._train_fn.params)
         self._params = initial_values(self.param_infos, seed)
         self.inputs = {i.name: i for i in spec.inputs}
@@ -246,9 +250,16 @@ class Network:
     def _compile(self, fns: list[Any]) -> Executable:
         from xdsl.dialects import builtin
 
+        from frame_mlir import timing
+
+        with timing.compile_session():
+            timing.add_before("frontend", self._frontend_seconds)
+            self._frontend_seconds = 0.0
+            return self._compile_module(builtin.ModuleOp(list(fns)))
+
+    def _compile_module(self, module: Any) -> Executable:
         from frame_mlir.runtime.executable import compile_module
 
-        module = builtin.ModuleOp(list(fns))
         if self.target != "cpu":  # the same functions as CUDA kernels (same interface)
             from frame_mlir.backend.cuda.runtime import compile_module_cuda
 

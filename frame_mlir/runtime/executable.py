@@ -304,8 +304,12 @@ def compile_module(module: ModuleOp, *, lr: float | None = None, opt_level: int 
     """Run the shared pipeline on a frame module (in place) and JIT-compile it.
 
     `lr` fuses SGD into `@f_train_step`; without it `@f_grad` returns gradients.
-    The LLVM compile goes through `cache` (keyed by the LLVM IR text; default
-    `CompileCache.from_env()`, None for none): the xDSL pipeline always runs.
+    With a `cache` (default `CompileCache.from_env()`, None for none) the module is
+    first looked up by its own text (with `lr`, `options` and `opt_level`): a hit loads
+    the compiled functions without running the pipeline (the module is then left as it
+    was). On a miss the pipeline runs, the LLVM compile goes through the cache too
+    (kernel by kernel, see `backend/llvm/jit.py`) and the whole result is stored under
+    the module's key. An `after_pass` hook needs the passes to run: no module lookup.
     """
     from frame_mlir.passes.pipeline import run_pipeline
 
@@ -313,16 +317,72 @@ def compile_module(module: ModuleOp, *, lr: float | None = None, opt_level: int 
         from frame_mlir.backend.llvm.cache import CompileCache
 
         cache = CompileCache.from_env()
-    sigs: dict[str, FunctionSignature] = {}
-
-    def after_stage(stage: str, m: ModuleOp) -> None:
-        if stage == "loops":  # after `loops`: kernels may add scratch to the arena
-            sigs.update(signatures(m))
-
     with timing.compile_session():
+        key = material = None
+        if cache is not None and after_pass is None:
+            with timing.section("cache lookup"):
+                key, material = _module_key(module, lr, opt_level, options)
+                cached = _load_module_entry(cache, key, material, opt_level)
+            if cached is not None:
+                return cached
+        sigs: dict[str, FunctionSignature] = {}
+
+        def after_stage(stage: str, m: ModuleOp) -> None:
+            if stage == "loops":  # after `loops`: kernels may add scratch to the arena
+                sigs.update(signatures(m))
+
         run_pipeline(module, lr, after_pass=after_pass, options=options,
                      after_stage=after_stage)
-        return Executable(module, sigs, opt_level=opt_level, cache=cache)
+        ex = Executable(module, sigs, opt_level=opt_level, cache=cache)
+        if cache is not None and key is not None and ex.jit.object_code is not None:
+            from frame_mlir.backend.llvm.jit import compressed_ir
+
+            assert material is not None
+            with timing.section("cache store"):
+                cache.store(key, material, {
+                    "signatures": {n: s.to_json() for n, s in sigs.items()},
+                    "functions": ex.jit.function_arity(),
+                    "externals": list(ex.jit.externals)},
+                    ex.jit.object_code, compressed_ir(ex.jit))
+        return ex
+
+
+def _module_key(module: ModuleOp, lr: float | None, opt_level: int,
+                options: CompileOptions | None) -> tuple[str, dict[str, Any]]:
+    """The cache key of compiling `module`: its text (a digest), and what the compile
+    makes of it (the learning rate fused, the resolved options, the LLVM level)."""
+    import dataclasses
+    import hashlib
+
+    from frame_mlir.backend.llvm.cache import make_key
+    from frame_mlir.compile_options import CompileOptions
+
+    text = str(module)
+    resolved = (options or CompileOptions()).resolved()
+    return make_key("frame-module", {
+        "module_sha256": hashlib.sha256(text.encode()).hexdigest(), "lr": lr,
+        "opt_level": opt_level, "options": dataclasses.asdict(resolved)})
+
+
+def _load_module_entry(cache: CompileCache, key: str, material: dict[str, Any],
+                       opt_level: int) -> Executable | None:
+    """The executable of a module entry, or None (a miss, or an entry that cannot be
+    used: then deleted, to be rebuilt)."""
+    from frame_mlir.backend.llvm.jit import JitModuleError, ir_loader, load_object
+
+    entry = cache.load(key, material)
+    if entry is None:
+        return None
+    try:
+        sigs = {n: FunctionSignature.from_json(s)
+                for n, s in entry.meta["signatures"].items()}
+        jit = load_object(entry.obj, entry.meta["functions"], opt_level=opt_level,
+                          externals=entry.meta["externals"],
+                          optimized_ir=ir_loader(entry.extra))
+    except (JitModuleError, KeyError, TypeError, ValueError, AttributeError) as e:
+        cache.discard(key, f"unusable entry: {e}")
+        return None
+    return Executable.from_jit(jit, sigs)
 
 
 class BoundFunction:

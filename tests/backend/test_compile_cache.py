@@ -311,8 +311,9 @@ def test_the_llvm_ir_cache_of_compiled_graphs(tmp_path: Path) -> None:
     cache = CompileCache(tmp_path)
     spec = load_spec(TINY)
     first = compile_module(lower_spec(spec).module, lr=0.05, cache=cache)
-    assert len(list(tmp_path.glob("*.fobj"))) == 1
+    stored = set(tmp_path.glob("*.fobj"))
     again = jit_compile(first.llvm_ir, cache=cache)  # the same text: loaded
+    assert set(tmp_path.glob("*.fobj")) == stored  # a hit: nothing new compiled
     assert again.object_code == first.jit.object_code
     assert again.optimized_ir() == first.jit.optimized_ir()
     assert sorted(again.function_names()) == sorted(first.jit.function_names())
@@ -327,6 +328,43 @@ def test_the_llvm_ir_cache_of_compiled_graphs(tmp_path: Path) -> None:
                                  if a.kind == "param"), o.ctypes.data, arena.ctypes.data]
         jit.get_function(predict)(*ptrs)
     assert np.array_equal(out[0], out[1]) and out[0].any()
+
+
+def test_a_module_compiled_before_skips_the_pipeline(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """compile_module looks the frame module up by its text first: a hit runs no pass
+    and gives the same code; another learning rate, or other options, is a miss."""
+    from frame_mlir.frontend.lower_spec import lower_spec
+    from frame_mlir.passes import pipeline
+    from frame_mlir.runtime.executable import compile_module
+
+    cache = CompileCache(tmp_path)
+    spec = load_spec(TINY)
+    first = compile_module(lower_spec(spec).module, lr=0.05, cache=cache)
+    assert first.llvm_ir is not None
+
+    def no_pipeline(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the pipeline ran on a cache hit")
+
+    with monkeypatch.context() as m:
+        m.setattr(pipeline, "run_pipeline", no_pipeline)
+        again = compile_module(lower_spec(spec).module, lr=0.05, cache=cache)
+    assert again.llvm_ir is None and again.jit.object_code == first.jit.object_code
+    assert again.signatures == first.signatures
+    x = np.ones((8, 4), np.float32)
+    outs = [ex("tiny_mlp_predict", x, *(np.full(a.shape, 0.25, np.float32)
+                                        for a in ex.signatures["tiny_mlp_predict"].args
+                                        if a.kind == "param"))
+            for ex in (first, again)]
+    assert np.array_equal(outs[0][0], outs[1][0])
+    other_lr = compile_module(lower_spec(spec).module, lr=0.5, cache=cache)
+    assert other_lr.llvm_ir is not None  # compiled: the rate is fused into the step
+    for path in tmp_path.glob("*.fobj"):  # every entry corrupted: all rebuilt, not loaded
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+    rebuilt = compile_module(lower_spec(spec).module, lr=0.05, cache=cache)
+    assert rebuilt.llvm_ir is not None
 
 
 # --------------------------------------------------------------------------------------
