@@ -142,7 +142,9 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
         loaded = (ck, resume)
     data = load_data(module)
     trainer = KynTrainer(module, len(data["x_train"]), len(data["x_test"]), seed=seed,
-                         options=options, cache=ENV_CACHE if cache is None else cache,
+                         options=options,
+                         # None: the environment's cache; False (--no-cache): none
+                         cache=ENV_CACHE if cache is None else (None if cache is False else cache),
                          after_pass=after_pass, target=target, job=job)
     if job is not None:  # every rank compiled and set up: the steps start together
         job.barrier("the start of training (every rank compiling its step)")

@@ -189,6 +189,20 @@ def test_timing_flag_of_the_tools_goes_to_stderr_only() -> None:
     assert "frame-bufferize" in timed.stderr
 
 
+@pytest.mark.parametrize("tool", ["frame-dslc", "frame-kyn"])
+def test_timing_flag_of_dslc_and_kyn(tool: str, tmp_path: Path) -> None:
+    if tool == "frame-dslc":
+        args = ["frame_mlir.tools.frame_dslc", "--run", str(TINY), "--no-cache", "--timing"]
+    else:
+        args = ["frame_mlir.kyn.cli", "train", str(ROOT / "testdata/kyn/iris.kyn"),
+                "--quiet", "--no-cache", "--timing", "--out-dir", str(tmp_path)]
+    r = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "Execution time report" in r.stderr and "frame-autodiff" in r.stderr
+    assert "Execution time report" not in r.stdout
+
+
 def test_no_report_and_no_cost_outside_a_session() -> None:
     with timing.section("anything"):
         pass  # no session: nothing recorded, nothing raised
