@@ -31,6 +31,7 @@ from frame_mlir.passes.llvm_common import (
     erase_dead_casts,
     llvm_fastmath,
     llvm_type,
+    op_order,
     require_lowered,
     table_rule,
     to_llvm_all,
@@ -265,6 +266,7 @@ class ConvertArithToLLVMPass(ModulePass):
     name = "convert-arith-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(ArithToLLVMPattern(), apply_recursively=False).rewrite_module(op)
+        with op_order():  # constant-time dominance checks of casts
+            PatternRewriteWalker(ArithToLLVMPattern(), apply_recursively=False).rewrite_module(op)
         erase_dead_casts(op)
         require_lowered(self.name, op, "arith", ARITH_TO_LLVM)

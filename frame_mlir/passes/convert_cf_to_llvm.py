@@ -21,6 +21,7 @@ from frame_mlir.passes.llvm_common import (
     coerce,
     erase_dead_casts,
     is_llvm_type,
+    op_order,
     require_lowered,
     retype_block_args,
 )
@@ -90,6 +91,7 @@ class ConvertCfToLLVMPass(ModulePass):
         patterns = GreedyRewritePatternApplier(
             [LowerBranch(), LowerCondBranch()], dce_enabled=False
         )
-        PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
+        with op_order():  # constant-time dominance checks of casts
+            PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
         erase_dead_casts(op)
         require_lowered(self.name, op, "cf")

@@ -31,6 +31,7 @@ from frame_mlir.passes.llvm_common import (
     element_byte_size,
     erase_dead_casts,
     llvm_type,
+    op_order,
     require_lowered,
     retype_block_args,
     to_llvm_all,
@@ -166,6 +167,7 @@ class ConvertFuncToLLVMPass(ModulePass):
         patterns = GreedyRewritePatternApplier(
             [LowerFunc(self.noalias), LowerReturn(), LowerCall()], dce_enabled=False
         )
-        PatternRewriteWalker(patterns).rewrite_module(op)
+        with op_order():  # constant-time dominance checks of casts
+            PatternRewriteWalker(patterns).rewrite_module(op)
         erase_dead_casts(op)
         require_lowered(self.name, op, "func")

@@ -17,6 +17,7 @@ from frame_mlir.passes.llvm_common import (
     erase_dead_casts,
     intrinsic_suffix,
     llvm_fastmath,
+    op_order,
     require_lowered,
     table_rule,
     to_llvm_all,
@@ -73,6 +74,7 @@ class ConvertMathToLLVMPass(ModulePass):
     name = "convert-math-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(MathToLLVMPattern(), apply_recursively=False).rewrite_module(op)
+        with op_order():  # constant-time dominance checks of casts
+            PatternRewriteWalker(MathToLLVMPattern(), apply_recursively=False).rewrite_module(op)
         erase_dead_casts(op)
         require_lowered(self.name, op, "math", MATH_TO_LLVM)

@@ -23,6 +23,7 @@ from frame_mlir.passes.llvm_common import (
     element_byte_size,
     erase_dead_casts,
     llvm_type,
+    op_order,
     require_lowered,
     static_strides,
     to_llvm,
@@ -228,6 +229,7 @@ class ConvertMemrefToLLVMPass(ModulePass):
             [LowerLoad(), LowerStore(), LowerView(), LowerCollapseShape(), LowerCast()],
             dce_enabled=False
         )
-        PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
+        with op_order():  # constant-time dominance checks of casts
+            PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
         erase_dead_casts(op)
         require_lowered(self.name, op, "memref")

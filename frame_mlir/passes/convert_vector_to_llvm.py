@@ -48,6 +48,7 @@ from frame_mlir.passes.llvm_common import (
     cast_back,
     erase_dead_casts,
     llvm_type,
+    op_order,
     require_lowered,
     to_llvm,
 )
@@ -146,6 +147,7 @@ class ConvertVectorToLLVMPass(ModulePass):
              LowerShuffle()],
             dce_enabled=False,
         )
-        PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
+        with op_order():  # constant-time dominance checks of casts
+            PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
         erase_dead_casts(op)
         require_lowered(self.name, op, "vector")

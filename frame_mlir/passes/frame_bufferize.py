@@ -82,10 +82,15 @@ def plan_intervals(intervals: dict[int, tuple[int, int, int]]) -> MemoryPlan:
     Two classes may share bytes only if their live ranges are disjoint.
     """
     plan = MemoryPlan()
-    placed: list[tuple[int, int, int, int]] = []  # (start, end, offset, nbytes)
+    # (start, end, offset, nbytes) of the placed classes whose live range has not ended
+    # before the current start. Starts only grow, so a class that ended before one
+    # start ends before every later one: it is dropped, and each class is compared
+    # with the live ones only (comparing with every placed class was quadratic).
+    placed: list[tuple[int, int, int, int]] = []
     for cls, (start, end, nbytes) in sorted(intervals.items(), key=lambda kv: (kv[1][0], kv[0])):
         size = -(-nbytes // ALIGN) * ALIGN
-        busy = sorted((o, o + n) for s, e, o, n in placed if s <= end and start <= e)
+        placed = [p for p in placed if start <= p[1]]
+        busy = sorted((o, o + n) for s, e, o, n in placed if s <= end)
         offset = 0
         for lo, hi in busy:
             if offset + size <= lo:

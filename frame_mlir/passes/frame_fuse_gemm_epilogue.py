@@ -33,14 +33,16 @@ stored (another op may read it).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections.abc import Callable, Container, Iterable
+from dataclasses import dataclass, field
 from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, memref
 from xdsl.dialects.builtin import IntegerAttr, MemRefType
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Block, BlockArgument, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -120,7 +122,121 @@ def _written(call: func.CallOp, kernels: dict[str, func.FuncOp]) -> list[SSAValu
     return out
 
 
-def _hoist(v: SSAValue, call: func.CallOp) -> None:
+class _Buffers:
+    """Which calls of a block use which buffers: the calls that may overlap a buffer
+    (`_overlap`), after a position, found without looking at the others.
+
+    The walk from a GEMM call goes on past every call that does not touch what the
+    epilogue writes -- in a train step, often to the end of the function, thousands of
+    calls. Testing each call on the way made the pass quadratic in the model's size;
+    with this index a walk costs the calls it stops at.
+    """
+
+    def __init__(self) -> None:
+        self.by_value: dict[SSAValue, list[int]] = {}  # `x is y` overlaps
+        self.by_extent: dict[_Extent, list[int]] = {}
+        self.extents: dict[SSAValue, list[_Extent]] = {}  # per root buffer
+        self.unknown: list[int] = []  # calls with a buffer of unknown extent
+        self.any: list[int] = []  # calls with any buffer (all overlap an unknown one)
+        self._overlapping: dict[_Extent, list[_Extent]] = {}
+
+    def add(self, position: int, values: Iterable[SSAValue]) -> None:
+        """Record the buffers of the call at `position` (added in increasing order)."""
+        def note(positions: list[int]) -> None:
+            if not positions or positions[-1] != position:
+                positions.append(position)
+
+        for v in values:
+            note(self.any)
+            note(self.by_value.setdefault(v, []))
+            e = _extent(v)
+            if e is None:
+                note(self.unknown)
+                continue
+            if e not in self.by_extent:
+                self.by_extent[e] = []
+                self.extents.setdefault(e[0], []).append(e)
+            note(self.by_extent[e])
+
+    def _overlaps(self, e: _Extent) -> list[_Extent]:
+        """The recorded extents that overlap `e` (as `_overlap` decides for views)."""
+        found = self._overlapping.get(e)
+        if found is None:
+            found = self._overlapping[e] = [
+                x for x in self.extents.get(e[0], ())
+                if x[2] is None or e[2] is None or (x[1] < e[2] and e[1] < x[2])]
+        return found
+
+    def first(self, values: Iterable[SSAValue], lo: int, hi: int,
+              skip: Container[int]) -> int | None:
+        """The first position in (lo, hi), not in `skip`, of a call with a buffer that
+        may overlap one of `values`."""
+        best: int | None = None
+
+        def scan(positions: list[int]) -> None:
+            nonlocal best
+            end = hi if best is None else best
+            for i in range(bisect_right(positions, lo), len(positions)):
+                p = positions[i]
+                if p >= end:
+                    return
+                if p not in skip:
+                    best = p
+                    return
+
+        for v in values:
+            e = _extent(v)
+            if e is None:
+                scan(self.any)
+                continue
+            scan(self.unknown)
+            scan(self.by_value.get(v, []))
+            for x in self._overlaps(e):
+                scan(self.by_extent[x])
+        return best
+
+
+class _Union(Container[int]):
+    """Positions in either of two sets."""
+
+    def __init__(self, first: set[int], second: set[int]):
+        self.first, self.second = first, second
+
+    def __contains__(self, p: object) -> bool:
+        return p in self.first or p in self.second
+
+
+@dataclass
+class _Block:
+    """A function's block as the walks see it: positions of its ops, where walks stop,
+    and its calls indexed by the buffers they touch and those they write."""
+
+    position: dict[Operation, float] = field(default_factory=dict)
+    calls: dict[int, func.CallOp] = field(default_factory=dict)
+    stops: list[int] = field(default_factory=list)  # neither a call nor a view/constant
+    touched: _Buffers = field(default_factory=_Buffers)
+    written: _Buffers = field(default_factory=_Buffers)
+    erased: set[int] = field(default_factory=set)
+
+    @classmethod
+    def index(cls, block: Block, kernels: dict[str, func.FuncOp]) -> _Block:
+        b = cls()
+        for i, o in enumerate(block.ops):
+            b.position[o] = i
+            if isinstance(o, func.CallOp):
+                b.calls[i] = o
+                b.touched.add(i, o.arguments)
+                b.written.add(i, _written(o, kernels))
+            elif not isinstance(o, arith.ConstantOp | memref.ViewOp):
+                b.stops.append(i)
+        return b
+
+    def next_stop(self, after: int) -> int:
+        i = bisect_right(self.stops, after)
+        return self.stops[i] if i < len(self.stops) else len(self.position) + 1
+
+
+def _hoist(v: SSAValue, call: func.CallOp, order: _Block) -> None:
     """Move the pure op defining `v` (a view, a constant) and what it uses in turn
     above `call`, if it is defined after it in the same block."""
     owner = v.owner
@@ -129,12 +245,13 @@ def _hoist(v: SSAValue, call: func.CallOp) -> None:
         return
     block = call.parent
     assert block is not None
-    if block.get_operation_index(owner) < block.get_operation_index(call):
+    if order.position[owner] < order.position[call]:
         return
     for operand in owner.operands:
-        _hoist(operand, call)
+        _hoist(operand, call, order)
     owner.detach()
     block.insert_op_before(owner, call)
+    order.position[owner] = order.position[call] - 0.5  # just above `call`
 
 
 def _erase_if_unused(op: object) -> None:
@@ -170,9 +287,17 @@ class FrameFuseGemmEpilogue(ModulePass):
         for fn in list(kernels.values()):
             if not fn.body.blocks:
                 continue
-            for call in [o for o in fn.body.blocks[0].ops if isinstance(o, func.CallOp)]:
-                if call.parent is not None:  # not erased as part of an earlier epilogue
-                    self._fuse_at(call, kernels, fused)
+            block = fn.body.blocks[0]
+            index: _Block | None = None  # made at the first GEMM, before any change
+            for call in [o for o in block.ops if isinstance(o, func.CallOp)]:
+                if call.parent is None:  # erased as part of an earlier epilogue
+                    continue
+                found = self._gemm(kernels.get(call.callee.root_reference.data))
+                if found is None:
+                    continue
+                if index is None:
+                    index = _Block.index(block, kernels)
+                self._fuse_at(call, found, index, kernels, fused)
         for name in called_before - _called(op):
             kernels[name].detach()
             kernels[name].erase()
@@ -188,44 +313,51 @@ class FrameFuseGemmEpilogue(ModulePass):
         args = list(fn.body.blocks[0].args)
         return (g, args.index(g.c_value)) if g.c_value in args else None
 
-    def _fuse_at(self, call: func.CallOp,
+    def _fuse_at(self, call: func.CallOp, found: tuple[Contraction, int], index: _Block,
                  kernels: dict[str, func.FuncOp],
                  fused: dict[tuple[object, ...], func.FuncOp]) -> None:
-        name = call.callee.root_reference.data
-        found = self._gemm(kernels.get(name))
-        if found is None:
-            return
         g, c_index = found
         c_val = call.arguments[c_index]
         gemm_reads = [v for i, v in enumerate(call.arguments) if i != c_index]
         written: list[SSAValue] = [c_val]  # per element, final once the tile is done
         reads: list[SSAValue] = list(gemm_reads)  # read at other elements / while running
         chain: list[func.CallOp] = []
-        between: list[func.CallOp] = []
-        nxt = call.next_op
-        while nxt is not None:
-            cur, nxt = nxt, nxt.next_op
-            if isinstance(cur, arith.ConstantOp | memref.ViewOp):
-                continue
-            if not isinstance(cur, func.CallOp):
+        # The calls after the GEMM up to the first op that is neither a call, a view nor
+        # a constant; those that do not touch what the epilogue writes are passed over
+        # (`between`: the live calls after the GEMM that are not in the chain).
+        start = pos = int(index.position[call])
+        stop = index.next_stop(pos)
+        not_between = _Union(index.erased, set())  # erased, or in the chain
+        while True:
+            nxt = index.touched.first(written, pos, stop, index.erased)
+            if nxt is None:
                 break
-            if not _touches(list(cur.arguments), written):
-                between.append(cur)
-                continue
-            operands = self._fits(cur, g, kernels, written, reads, between)
+            cur = index.calls[nxt]
+
+            def blocked(ins: list[SSAValue], out: SSAValue, end: int = nxt) -> bool:
+                """Whether a call between the GEMM and `cur` touches `out` or writes
+                what `cur` reads (then `cur` cannot move up to the GEMM)."""
+                return index.touched.first([out], start, end, not_between) is not None or \
+                    index.written.first(ins, start, end, not_between) is not None
+
+            operands = self._fits(cur, g, kernels, written, reads, blocked)
             if operands is None:
                 break
             chain.append(cur)
+            not_between.second.add(nxt)
             ins, out = operands
             reads += [v for v in ins if not any(_same(v, w) for w in written)]
             written.append(out)
+            pos = nxt
         if not chain:
             return
-        self._replace(call, chain, kernels, fused)
+        index.erased.update(not_between.second)
+        self._replace(call, chain, index, kernels, fused)
 
     def _fits(self, cur: func.CallOp, g: Contraction, kernels: dict[str, func.FuncOp],
               written: list[SSAValue], reads: list[SSAValue],
-              between: list[func.CallOp]) -> tuple[list[SSAValue], SSAValue] | None:
+              blocked: Callable[[list[SSAValue], SSAValue], bool]
+              ) -> tuple[list[SSAValue], SSAValue] | None:
         """The caller's inputs and output of `cur` if it can join the epilogue (see the
         module doc), else None."""
         fn = kernels.get(cur.callee.root_reference.data)
@@ -248,14 +380,13 @@ class FrameFuseGemmEpilogue(ModulePass):
         # from what the GEMM and the epilogue read elsewhere than at its element.
         if not is_written(out) and _touches([out], written) or _touches([out], reads):
             return None
-        for x in between:  # it moves up past these calls
-            if _touches(list(x.arguments), [out]) or _touches(_written(x, kernels), ins):
-                return None
+        if blocked(ins, out):  # it moves up past the calls in between
+            return None
         identity = [is_written(v) or _same(v, out) for v in ins] + [True]
         return (ins, out) if epilogue_operands(g, ew, identity) is not None else None
 
-    def _replace(self, call: func.CallOp,
-                 chain: list[func.CallOp], kernels: dict[str, func.FuncOp],
+    def _replace(self, call: func.CallOp, chain: list[func.CallOp], index: _Block,
+                 kernels: dict[str, func.FuncOp],
                  fused: dict[tuple[object, ...], func.FuncOp]) -> None:
         """One call of the fused kernel (made once per pattern of arguments)."""
         args: list[SSAValue] = list(call.arguments)
@@ -276,13 +407,13 @@ class FrameFuseGemmEpilogue(ModulePass):
         kernel = fused.get(key)
         if kernel is None:
             kernel = _fused_kernel(names, [kernels[n] for n in names], pattern,
-                                   [a.type for a in args], set(kernels))
+                                   [a.type for a in args], kernels)
             first = kernels[names[0]]
             Rewriter.insert_op(kernel, InsertPoint.before(first))
             fused[key] = kernel
             kernels[kernel.sym_name.data] = kernel
         for v in args:  # views made for the epilogue calls must come before the call
-            _hoist(v, call)
+            _hoist(v, call, index)
         new_call = func.CallOp(kernel.sym_name.data, args, [])
         new_call.attributes.update(call.attributes)
         Rewriter.replace_op(call, new_call)
@@ -295,7 +426,7 @@ class FrameFuseGemmEpilogue(ModulePass):
 
 def _fused_kernel(names: tuple[str, ...], parts: list[func.FuncOp],
                   pattern: list[tuple[int, ...]], types: list[object],
-                  taken: set[str]) -> func.FuncOp:
+                  taken: Container[str]) -> func.FuncOp:
     """The GEMM kernel's body, then each epilogue kernel's, on the union of arguments."""
     block = Block(arg_types=types)  # type: ignore[arg-type]
     gemm = parts[0]

@@ -21,7 +21,8 @@ rule lowered fails the pass, naming the op and where it is, and the pipeline end
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import (
@@ -122,9 +123,55 @@ def _dominating_cast(value: SSAValue, target: Attribute, before: Operation) -> S
         anchor: Operation | None = before
         while anchor is not None and anchor.parent_block() is not block:
             anchor = anchor.parent_op()
-        if anchor is not None and cast.is_before_in_block(anchor):
+        if anchor is not None and _is_before(cast, anchor, block):
             return cast.results[0]
     return None
+
+
+class _OpOrder:
+    """Positions of ops in their blocks, numbered a block at a time when asked about an
+    op without one (a new op), for `_is_before` in constant time where
+    `Operation.is_before_in_block` walks from one op to the other.
+
+    Right while ops are only inserted and erased, as the conversions do: an insertion
+    leaves the others in their order, and the new op is not numbered yet. A function's
+    ops are the thousands of views of one arena, each of which asks whether the arena's
+    first cast comes before it: walking there made the conversions quadratic.
+    """
+
+    def __init__(self) -> None:
+        self._position: dict[Operation, int] = {}
+
+    def is_before(self, a: Operation, b: Operation, block: Block) -> bool:
+        pa, pb = self._position.get(a), self._position.get(b)
+        if pa is None or pb is None:
+            for i, o in enumerate(block.ops):
+                self._position[o] = i
+            pa, pb = self._position[a], self._position[b]
+        return pa < pb
+
+
+_order: _OpOrder | None = None
+
+
+@contextmanager
+def op_order() -> Iterator[None]:
+    """Inside: `coerce` compares op positions in constant time (see `_OpOrder`). For
+    the `apply` of a pass whose rewrites insert and erase ops but move none."""
+    global _order
+    outer = _order
+    _order = outer or _OpOrder()
+    try:
+        yield
+    finally:
+        _order = outer
+
+
+def _is_before(a: Operation, b: Operation, block: Block | None) -> bool:
+    """Whether `a` comes strictly before `b` in `block` (the block of both)."""
+    if _order is None or block is None:
+        return a.is_before_in_block(b)
+    return _order.is_before(a, b, block)
 
 
 def to_llvm(rewriter: PatternRewriter, value: SSAValue) -> SSAValue:
@@ -173,15 +220,19 @@ def retype_block_args(block: Block) -> None:
 
 
 def erase_dead_casts(module: ModuleOp) -> None:
-    """Erase unused `unrealized_conversion_cast` ops (leftovers of reused chains)."""
-    changed = True
-    while changed:
-        changed = False
-        for op in list(module.walk()):
-            if isinstance(op, UnrealizedConversionCastOp) and all(not r.uses for r in op.results):
-                op.detach()
-                op.erase()
-                changed = True
+    """Erase unused `unrealized_conversion_cast` ops (leftovers of reused chains), and
+    the casts that only they used, in turn. One walk: a cast whose last use goes away
+    is looked at again, rather than the module walked again until nothing changes."""
+    work = [op for op in module.walk() if isinstance(op, UnrealizedConversionCastOp)]
+    work.reverse()  # popped in IR order
+    while work:
+        op = work.pop()
+        if op.parent is None or any(r.uses for r in op.results):
+            continue  # erased already, or used
+        inputs = [v.owner for v in op.operands]
+        op.detach()
+        op.erase()
+        work += [o for o in inputs if isinstance(o, UnrealizedConversionCastOp)]
 
 
 def llvm_fastmath(flags: Attribute | None) -> llvm.FastMathAttr:
