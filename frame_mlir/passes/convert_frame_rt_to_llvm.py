@@ -41,7 +41,6 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
-    UnrealizedConversionCastOp,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -51,7 +50,7 @@ from xdsl.traits import SymbolTable
 
 from frame_mlir.dialects.frame_rt import ParallelForOp, RowOp, ScanOp
 from frame_mlir.passes.common import fail
-from frame_mlir.passes.llvm_common import llvm_type, require_lowered
+from frame_mlir.passes.llvm_common import llvm_type, new_cast, require_lowered
 
 RUNTIME_PARALLEL_FOR = "frame_rt_parallel_for"
 """`void frame_rt_parallel_for(void (*task)(void *, int64_t, int64_t), void *ctx,
@@ -61,7 +60,7 @@ int64_t lo, int64_t hi, int64_t threads)`, defined by the runtime."""
 def _cast(ops: list[Operation], value: SSAValue, target: Attribute) -> SSAValue:
     if value.type == target:
         return value
-    cast = UnrealizedConversionCastOp.get([value], [target])
+    cast = new_cast(value, target)
     ops.append(cast)
     return cast.results[0]
 

@@ -30,7 +30,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func
 from xdsl.dialects.builtin import MemRefType
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -56,6 +56,7 @@ class FrameOutlineKernels(ModulePass):
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         kernels: dict[str, func.FuncOp] = {}  # structure (see `_structure`) -> kernel
+        structures = _Structures()
         for fn in list(op.ops):
             if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
                 continue
@@ -66,7 +67,7 @@ class FrameOutlineKernels(ModulePass):
                         raise fail(self.name, inner, "expected linalg on memrefs, found one "
                                    "with tensor results (run frame-bufferize first)")
                     kernel, call = self._outline(fn, inner, count)
-                    key = _structure(kernel)
+                    key = structures.text(kernel)
                     shared = kernels.get(key)
                     if shared is None:
                         kernels[key] = kernel
@@ -131,3 +132,59 @@ def _structure(kernel: func.FuncOp) -> str:
     text = io.StringIO()
     Printer(stream=text, print_generic_format=True).print_op(probe)
     return text.getvalue()
+
+
+class _Structures:
+    """`_structure` of kernels, printed once per `_structural_key`.
+
+    Printing a kernel (a clone of it, renamed and stripped) was most of this pass's
+    time, for every linalg op of the model; kernels of one structure, the common case
+    (the layers of one shape, the forward pass again in the train step), now share one
+    printing. Kernels of equal keys print equal text; kernels of different keys are
+    printed and compared as text, so which kernels are shared does not change.
+    """
+
+    def __init__(self) -> None:
+        self._text: dict[tuple[object, ...], str] = {}
+
+    def text(self, kernel: func.FuncOp) -> str:
+        key = _structural_key(kernel)
+        text = self._text.get(key)
+        if text is None:
+            text = self._text[key] = _structure(kernel)
+        return text
+
+
+def _structural_key(kernel: func.FuncOp) -> tuple[object, ...]:
+    """What `_structure` prints, as a hashable value: per op its name, its operands and
+    results (numbered in the order first met, as the printer names them in the order it
+    prints them), result types, properties and attributes (in order; attributes equal
+    as values print equal), successors and regions -- without the kernel's name and the
+    provenance attributes, which `_structure` drops. Value names are not in it."""
+    values: dict[SSAValue, int] = {}
+    blocks: dict[Block, int] = {}
+
+    def value(v: SSAValue) -> int:
+        return values.setdefault(v, len(values))
+
+    def block(b: Block) -> int:
+        return blocks.setdefault(b, len(blocks))
+
+    def op_key(o: Operation, props: tuple[tuple[str, Attribute], ...]) -> tuple[object, ...]:
+        return (
+            o.name,
+            tuple(value(v) for v in o.operands),
+            tuple(value(r) for r in o.results),
+            tuple(r.type for r in o.results),
+            props,
+            tuple((k, a) for k, a in o.attributes.items() if k not in PROVENANCE_ATTRS),
+            tuple(block(b) for b in o.successors),
+            tuple(tuple((block(b), tuple(value(a) for a in b.args),
+                         tuple(a.type for a in b.args),
+                         tuple(op_key(x, tuple(x.properties.items())) for x in b.ops))
+                        for b in r.blocks)
+                  for r in o.regions),
+        )
+
+    return op_key(kernel, tuple((k, a) for k, a in kernel.properties.items()
+                                if k != "sym_name"))

@@ -187,3 +187,45 @@ def test_erase_dead_casts_erases_chains() -> None:
     erase_dead_casts(module)
     casts = [o for o in module.walk() if isinstance(o, UnrealizedConversionCastOp)]
     assert casts == [kept]
+
+
+# -- frame-outline-kernels: kernel text printed once per structural key -------------------
+
+
+def _bufferized_modules() -> list[ModuleOp]:
+    from pathlib import Path
+
+    from xdsl.dialects import builtin
+
+    from frame_mlir import network
+
+    root = Path(__file__).resolve().parents[2]
+    spec = lower_spec(parse_spec((root / "testdata" / "mnist_mlp.json").read_text())).module
+    net = network.load(root / "testdata" / "networks" / "lenet_digits.json", seed=0)
+    conv = builtin.ModuleOp([net._train_fn.fn.clone()])
+    ctx = make_context()
+    for module, lr in ((spec, 0.01), (conv, None)):
+        for p in stage_passes(lr, CompileOptions(threads=2), stop_after="bufferized"):
+            p.apply(ctx, module)
+    return [spec, conv]
+
+
+def test_outline_structural_key_shares_as_text_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pass makes the same module whether kernel texts come through the structural
+    key or are printed for every kernel; within a key, texts are equal."""
+    from frame_mlir.passes import frame_outline_kernels as outline
+
+    for module in _bufferized_modules():
+        cached, printed = module.clone(), module.clone()
+        outline.FrameOutlineKernels().apply(make_context(), cached)
+        with monkeypatch.context() as m:
+            m.setattr(outline._Structures, "text", lambda self, k: outline._structure(k))
+            outline.FrameOutlineKernels().apply(make_context(), printed)
+        assert str(cached) == str(printed)
+        texts: dict[tuple[object, ...], str] = {}
+        kernels = [f for f in cached.ops if isinstance(f, func.FuncOp)
+                   and f.sym_name.data.count("__k")]
+        assert kernels
+        for k in kernels:
+            assert texts.setdefault(outline._structural_key(k),
+                                    outline._structure(k)) == outline._structure(k)
