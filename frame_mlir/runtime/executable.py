@@ -218,7 +218,10 @@ class Executable:
         from frame_mlir.backend.llvm.translate import to_llvm_text
 
         llvm_ir = to_llvm_text(llvm_module)
-        self._init(jit_compile(llvm_ir, opt_level=opt_level, cache=cache), sigs, llvm_ir)
+        # The signatures' functions keep their names; kernels are named by content, so
+        # a kernel compiled before (in this module, or cached from another) is reused.
+        self._init(jit_compile(llvm_ir, opt_level=opt_level, cache=cache, public=sigs),
+                   sigs, llvm_ir)
 
     def _init(self, jit: JitModule, sigs: dict[str, FunctionSignature],
               llvm_ir: str | None) -> None:

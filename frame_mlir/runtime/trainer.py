@@ -135,7 +135,7 @@ class CompiledSpec:
             assert cache is not None and key is not None
             self.from_cache = self._load(entry, opt_level, cache, key)
         if not self.from_cache:
-            self._compile(opt_level, after_pass, options)
+            self._compile(opt_level, after_pass, options, cache)
             if cache is not None and self.executable.jit.object_code is not None:
                 assert key is not None and material is not None
                 from frame_mlir.backend.llvm.jit import compressed_ir
@@ -148,7 +148,8 @@ class CompiledSpec:
 
     def _compile(self, opt_level: int,
                  after_pass: Callable[[ModulePass, ModuleOp], None] | None,
-                 options: CompileOptions | None) -> None:
+                 options: CompileOptions | None,
+                 cache: CompileCache | None = None) -> None:
         from frame_mlir.frontend.lower_spec import lower_spec
         from frame_mlir.runtime.executable import compile_module
 
@@ -158,11 +159,11 @@ class CompiledSpec:
             from frame_mlir.runtime.data_parallel import mark_per_sample
 
             mark_per_sample(self.lowered)
-        # No LLVM-IR-keyed entry as well: the spec entry below covers this compile.
-        self.executable = compile_module(self.lowered.module,
-                                         lr=self.spec.optimizer.learning_rate,
-                                         opt_level=opt_level, after_pass=after_pass,
-                                         options=options, cache=None)
+        # Kernel entries only: the spec entry stored by the caller covers the module.
+        self.executable = compile_module(
+            self.lowered.module, lr=self.spec.optimizer.learning_rate, opt_level=opt_level,
+            after_pass=after_pass, options=options,
+            cache=None if cache is None else cache.kernels_only())
         self.function = self.lowered.function
         self.predict_function = self.lowered.predict_function
         self.param_names: tuple[str, ...] = tuple(self.lowered.param_names)

@@ -1,7 +1,7 @@
 """The on-disk compile cache: native objects keyed by what produced them.
 
 A compile (xDSL pipeline, LLVM O3, code generation) costs 0.5-1 s; loading its object
-back costs milliseconds. Two kinds of entries share one folder:
+back costs milliseconds. These kinds of entries share one folder:
 
 * spec entries (`frame_mlir.runtime.trainer.CompiledSpec`): keyed by the validated
   spec's canonical JSON and the compile options, computed *before* any xDSL import,
@@ -10,7 +10,14 @@ back costs milliseconds. Two kinds of entries share one folder:
   pass pipeline;
 * LLVM IR entries (`jit.jit_compile(..., cache=)`): keyed by the LLVM IR text, for
   modules that do not come from a spec (the Python API's graphs). They skip O3 and
-  code generation, not the xDSL pipeline.
+  code generation, not the xDSL pipeline;
+* kernel entries (files ending `.kobj`, `CompileCache.kernels()`): one per unit of the
+  split compile (`jit.compile_ir`, `split.py`: one function each, named by content),
+  keyed by the unit's LLVM IR text. Every compile that has a cache goes through them,
+  a spec's too (through `kernels_only()`: its spec entry stands for the whole
+  module), so a model whose kernels another model compiled before generates code
+  only for its new ones. They share the folder, the size cap and the LRU order with
+  the other entries.
 
 Every key also covers the toolchain (`toolchain()`): a digest of the frame_mlir
 package's own files (so a changed compiler never loads an old object; it subsumes
@@ -58,6 +65,10 @@ _MAGIC = b"FRAMEOBJ"
 _PREFIX = struct.Struct("<8sIQ")  # magic, format version, header length
 _DIGEST = 32  # sha256
 _SUFFIX = ".fobj"
+#: Kernel entries' files (`CompileCache.kernels`): apart, so that a folder's whole-model
+#: entries can be told (and counted) by their suffix.
+KERNEL_SUFFIX = ".kobj"
+_SUFFIXES = (_SUFFIX, KERNEL_SUFFIX)
 _TMP_PREFIX = ".tmp-"
 #: A temporary file older than this was left by a process that died mid-write.
 _STALE_TMP_SECONDS = 3600.0
@@ -230,11 +241,30 @@ def decode_entry(data: bytes, key: str, material: dict[str, Any]) -> CacheEntry:
 
 
 class CompileCache:
-    """A folder of entries, at most `max_bytes` in total (LRU eviction)."""
+    """A folder of entries, at most `max_bytes` in total (LRU eviction).
 
-    def __init__(self, directory: Path | str, max_bytes: int = DEFAULT_MAX_BYTES):
+    `suffix`: the file name ending of the entries this object reads and writes
+    (`kernels()` makes the one for kernel entries); sizes and eviction count every
+    entry of the folder. `kernel_entries_only` (`kernels_only()`): the object's own
+    entries are neither loaded nor stored, only its `kernels()`."""
+
+    def __init__(self, directory: Path | str, max_bytes: int = DEFAULT_MAX_BYTES, *,
+                 suffix: str = _SUFFIX, kernel_entries_only: bool = False):
         self.directory = Path(directory)
         self.max_bytes = max_bytes
+        self.suffix = suffix
+        self.kernel_entries_only = kernel_entries_only
+
+    def kernels(self) -> CompileCache:
+        """The same folder, for kernel entries (`.kobj`, see the module docstring)."""
+        return CompileCache(self.directory, self.max_bytes, suffix=KERNEL_SUFFIX)
+
+    def kernels_only(self) -> CompileCache:
+        """This cache for a compile whose caller stores the whole result itself (a
+        spec's `CompiledSpec`): whole-module lookups through it miss and stores are
+        declined, while its `kernels()` work as this cache's."""
+        return CompileCache(self.directory, self.max_bytes, suffix=self.suffix,
+                            kernel_entries_only=True)
 
     @classmethod
     def from_env(cls) -> CompileCache | None:
@@ -244,11 +274,14 @@ class CompileCache:
         return cls(default_directory(), max_bytes_from_env())
 
     def path(self, key: str) -> Path:
-        return self.directory / f"{key}{_SUFFIX}"
+        return self.directory / f"{key}{self.suffix}"
 
     def load(self, key: str, material: dict[str, Any]) -> CacheEntry | None:
         """The verified entry for `key`, or None (a miss, or a bad entry, which is
-        deleted so that the caller's rebuild replaces it)."""
+        deleted so that the caller's rebuild replaces it). Always None for a
+        `kernels_only()` cache."""
+        if self.kernel_entries_only:
+            return None
         path = self.path(key)
         try:
             data = path.read_bytes()
@@ -279,9 +312,13 @@ class CompileCache:
             pass
 
     def store(self, key: str, material: dict[str, Any], meta: dict[str, Any], obj: bytes,
-              extra: bytes = b"") -> bool:
+              extra: bytes = b"", *, evict: bool = True) -> bool:
         """Write an entry atomically and evict down to the size cap; False when it was
-        not stored (larger than the cap, or the folder is not writable)."""
+        not stored (larger than the cap, or the folder is not writable). `evict` False
+        leaves the eviction to the caller (one `evict()` after storing many kernels:
+        each one lists the folder). A `kernels_only()` cache stores nothing."""
+        if self.kernel_entries_only:
+            return False
         blob = encode_entry(key, material, meta, obj, extra)
         if len(blob) > self.max_bytes:
             _debug(f"not stored {key[:16]}: {len(blob)} bytes exceed the cap")
@@ -301,11 +338,12 @@ class CompileCache:
             _debug(f"cannot write {self.directory}: {e}")
             return False
         _debug(f"stored {key[:16]} ({len(blob)} bytes)")
-        self.evict(keep=key)
+        if evict:
+            self.evict(keep=key)
         return True
 
     def entries(self) -> list[tuple[Path, os.stat_result]]:
-        """Entry files with their stat, least recently used first."""
+        """Entry files (of every kind) with their stat, least recently used first."""
         out = []
         try:
             names = os.listdir(self.directory)
@@ -318,7 +356,7 @@ class CompileCache:
                 st = path.stat()
             except OSError:
                 continue  # removed by another process meanwhile
-            if name.endswith(_SUFFIX):
+            if name.endswith(_SUFFIXES):
                 out.append((path, st))
             elif name.startswith(_TMP_PREFIX) and now - st.st_mtime > _STALE_TMP_SECONDS:
                 path.unlink(missing_ok=True)
@@ -337,7 +375,7 @@ class CompileCache:
         for path, st in entries:
             if total <= self.max_bytes:
                 break
-            if keep is not None and path.name == f"{keep}{_SUFFIX}":
+            if keep is not None and path.name == f"{keep}{self.suffix}":
                 continue
             try:
                 path.unlink()

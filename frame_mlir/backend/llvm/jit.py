@@ -7,27 +7,49 @@
 Every lowered function takes bare pointers (see convert-func-to-llvm), so the default
 argument types are `ctypes.c_void_p`; numpy buffers are passed as `arr.ctypes.data`.
 
-Every compile keeps the object MCJIT generated (`JitModule.object_code`), and
-`load_object` turns such an object back into a `JitModule` without parsing, optimizing
-or generating anything: that is what the compile cache (`cache.py`) stores and loads.
-`jit_compile(text, cache=...)` consults the cache by the IR text itself.
+How a module is compiled (`compile_ir`): `split.py` cuts it into one unit per defined
+function, every function but the `public` ones named by its content, so identical
+kernels are one unit. Each unit is optimized (O3) and turned into an object on its
+own -- on `compile_jobs()` worker threads at once, each with its own LLVM context and
+target machine, so an object never depends on the worker count -- and all objects
+are loaded into one MCJIT engine, which links the calls between them. A module the
+splitter does not understand is compiled whole (`compile_whole`), as it always was.
+
+Every compile keeps what it generated (`JitModule.object_code`: a bundle of the unit
+objects and the name map, or one plain object for a whole-module compile), and
+`load_object` turns it back into a `JitModule` without parsing, optimizing or
+generating anything: that is what the compile cache (`cache.py`) stores and loads.
+With a cache, every unit's object is also looked up and stored by the unit's text
+(per-kernel entries: a model whose kernels were seen before compiles only new ones),
+and `jit_compile(text, cache=...)` keeps a whole-module entry by the IR text too.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
+import os
+import struct
 import threading
+import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import llvmlite.binding as llvm
 
+from frame_mlir import timing
 from frame_mlir.backend.llvm.parallel_runtime import provide_runtime
+from frame_mlir.backend.llvm.split import SplitModule, UnsplittableModule, split_module
 
 if TYPE_CHECKING:
     from frame_mlir.backend.llvm.cache import CompileCache
+
+ENV_JOBS = "FRAME_COMPILE_JOBS"
 
 _init_lock = threading.Lock()
 _initialized = False
@@ -49,6 +71,26 @@ def _ensure_initialized() -> None:
         _initialized = True
 
 
+def compile_jobs() -> int:
+    """How many units `compile_ir` compiles at once: `$FRAME_COMPILE_JOBS` (a positive
+    integer), else the cores this process may run on. Raises ValueError naming the
+    variable for anything else: a typo should not silently mean one job."""
+    text = os.environ.get(ENV_JOBS, "").strip()
+    if not text:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # no affinity masks (macOS)
+            return max(1, os.cpu_count() or 1)
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise ValueError(f"{ENV_JOBS}: expected a number of parallel compile jobs (an "
+                         f"integer >= 1), found {text!r}")
+    return jobs
+
+
 X86_TUNING = "+prefer-no-gather,+prefer-no-scatter"
 """Tuning features added on x86: no vector gathers or scatters where LLVM has a choice.
 Our kernels' innermost loops are often short and constant (an image row, a 3 x 3
@@ -58,23 +100,27 @@ have become contiguous vector moves (SLP). On a Zen 5 core a convolution's im2co
 scatter-add (col2im) ran 3x slower that way, and ResNet-18's training step 1.35x."""
 
 
+@lru_cache(maxsize=1)
+def _host_cpu() -> tuple[str, str]:
+    """The host's CPU name and feature string (with `X86_TUNING`): asked once, on the
+    main thread, and shared by every worker's target machine."""
+    _ensure_initialized()
+    features = llvm.get_host_cpu_features().flatten()
+    if llvm.Target.from_default_triple().name.startswith("x86"):
+        features = f"{features},{X86_TUNING}" if features else X86_TUNING
+    return llvm.get_host_cpu_name(), features
+
+
 def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
     """A target machine for the host CPU with all of its features (AVX-512, FMA, ...),
     plus `X86_TUNING` on x86.
 
-    A fresh one per call: MCJIT takes ownership of the machine it is created with.
+    A fresh one per call: MCJIT takes ownership of the machine it is created with, and
+    a compile worker must not share its machine with another thread.
     """
-    _ensure_initialized()
-    target = llvm.Target.from_default_triple()
-    features = llvm.get_host_cpu_features().flatten()
-    if target.name.startswith("x86"):
-        features = f"{features},{X86_TUNING}" if features else X86_TUNING
-    return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(),
-        features=features,
-        opt=opt_level,
-        jit=True,
-    )
+    cpu, features = _host_cpu()
+    return llvm.Target.from_default_triple().create_target_machine(
+        cpu=cpu, features=features, opt=opt_level, jit=True)
 
 
 def optimize(module: llvm.ModuleRef, target_machine: llvm.TargetMachine, opt_level: int) -> None:
@@ -92,11 +138,18 @@ class JitModuleError(Exception):
     it): the cache treats its entry as bad and compiles again."""
 
 
+#: Starts the line before each unit's IR in `JitModule.optimized_ir()` (an LLVM IR
+#: comment, followed by the unit's symbol and the functions it implements).
+UNIT_MARK = "; frame-mlir unit "
+
+
 class JitModule:
     """Natively compiled functions of one LLVM module (or of one object file).
 
     Holds the MCJIT execution engine: the code lives as long as this object does, and
-    every function returned by `get_function` keeps a reference to it.
+    every function returned by `get_function` keeps a reference to it. Functions are
+    looked up by their names in the compiled IR, whatever symbol implements them
+    (`symbols`: the split compile names private functions by their content).
     """
 
     def __init__(
@@ -109,13 +162,15 @@ class JitModule:
         object_code: bytes | None = None,
         externals: Sequence[str] = (),
         keep_alive: object = None,
+        symbols: dict[str, str] | None = None,
     ):
         self._engine = engine
         self._target_machine = target_machine
         self._functions = dict(functions)  # defined function -> parameter count
+        self._symbols = dict(symbols or {})  # function -> its symbol, where they differ
         self._optimized_ir = optimized_ir
         self._asm: str | None = None
-        self.object_code = object_code  # what MCJIT generated; None if not captured
+        self.object_code = object_code  # what was generated; None if not captured
         self.externals = tuple(externals)  # functions the code calls outside itself
         self._keep_alive = keep_alive  # the module the engine owns
 
@@ -127,10 +182,15 @@ class JitModule:
         """Parameter count of every defined function (stored with cached objects)."""
         return dict(self._functions)
 
+    def symbol(self, name: str) -> str:
+        """The symbol implementing the function `name` (itself unless renamed)."""
+        return self._symbols.get(name, name)
+
     def address(self, name: str) -> int:
         """The address of the function `name` (for `llvm.add_symbol`); KeyError if the
         module does not define it. The code lives as long as this object."""
-        address = self._engine.get_function_address(name) if name in self._functions else 0
+        address = (self._engine.get_function_address(self.symbol(name))
+                   if name in self._functions else 0)
         if not address:
             raise KeyError(f"no function @{name} in the JIT module")
         return address
@@ -149,7 +209,8 @@ class JitModule:
         return cfunc
 
     def optimized_ir(self) -> str:
-        """The LLVM IR after the optimization pipeline (before code generation)."""
+        """The LLVM IR after the optimization pipeline (before code generation): every
+        unit's module after a `UNIT_MARK` line, for a split compile."""
         if callable(self._optimized_ir):
             self._optimized_ir = self._optimized_ir()
         if self._optimized_ir is None:
@@ -157,12 +218,27 @@ class JitModule:
         return self._optimized_ir
 
     def asm(self) -> str:
-        """Host assembly of the optimized module."""
+        """Host assembly of the optimized module (of every unit, one after the other)."""
         if self._asm is None:
-            # A copy: codegen on the engine-owned module would race with its object.
-            copy = llvm.parse_assembly(self.optimized_ir())
-            self._asm = self._target_machine.emit_assembly(copy)
+            # Copies: codegen on the engine-owned module would race with its object.
+            self._asm = "".join(
+                self._target_machine.emit_assembly(llvm.parse_assembly(ir))
+                for ir in _unit_texts(self.optimized_ir()))
         return self._asm
+
+
+def _unit_texts(ir: str) -> list[str]:
+    """The module text of every unit in `optimized_ir()` (the whole text for a
+    whole-module compile)."""
+    if not ir.startswith(UNIT_MARK):
+        return [ir]
+    texts: list[list[str]] = []
+    for line in ir.splitlines(keepends=True):
+        if line.startswith(UNIT_MARK):
+            texts.append([])
+        else:
+            texts[-1].append(line)
+    return ["".join(t) for t in texts]
 
 
 def _new_engine(module: llvm.ModuleRef, target_machine: llvm.TargetMachine
@@ -188,22 +264,25 @@ def _externals(module: llvm.ModuleRef) -> list[str]:
                   if f.is_declaration and not f.name.startswith("llvm."))
 
 
-def compile_ir(llvm_ir_text: str, *, opt_level: int = 3) -> JitModule:
-    """Parse, verify, optimize (O`opt_level`, host CPU) and JIT-compile LLVM IR text,
-    keeping the generated object."""
+def compile_whole(llvm_ir_text: str, *, opt_level: int = 3) -> JitModule:
+    """Parse, verify, optimize (O`opt_level`, host CPU) and JIT-compile LLVM IR text as
+    one module, keeping the generated object: what `compile_ir` falls back to for a
+    module it cannot split."""
     target_machine = host_target_machine(opt_level)
     module = llvm.parse_assembly(llvm_ir_text)
     module.triple = target_machine.triple
     module.data_layout = str(target_machine.target_data)
     module.verify()
-    optimize(module, target_machine, opt_level)
+    with timing.section("llvm: optimize (O3)"):
+        optimize(module, target_machine, opt_level)
     optimized_ir = str(module)
     provide_runtime(_externals(module))  # the thread pool, if the code calls it
     engine = _new_engine(module, target_machine)
     objects: list[bytes] = []
     # MCJIT hands every object it generates to the cache hook: keep a copy.
     engine.set_object_cache(lambda _module, buffer: objects.append(bytes(buffer)), None)
-    engine.finalize_object()
+    with timing.section("llvm: machine code"):
+        engine.finalize_object()
     # Local functions have no symbol to look up (LLVM may also have inlined them away).
     local = (llvm.Linkage.internal, llvm.Linkage.private)
     functions = {f.name: len(list(f.arguments)) for f in module.functions
@@ -213,13 +292,191 @@ def compile_ir(llvm_ir_text: str, *, opt_level: int = 3) -> JitModule:
                      externals=_externals(module), keep_alive=module)
 
 
-def load_object(object_code: bytes, functions: dict[str, int], *, opt_level: int = 3,
-                externals: Sequence[str] = (),
-                optimized_ir: str | Callable[[], str] | None = None) -> JitModule:
-    """A `JitModule` from an object `compile_ir` generated on this host (no parsing,
-    optimization or code generation). `functions` maps each function to its
-    parameter count; `externals` are checked first, since MCJIT aborts the process on
-    a symbol it cannot resolve. Raises JitModuleError if the object cannot be used."""
+# --------------------------------------------------------------------------------------
+# parallel LLVM: llvmlite's global lock, lifted for the compile workers
+
+_worker = threading.local()
+
+
+class _WorkerFreeLock:
+    """Stands in for the RLock inside llvmlite's global `_LLVMLock`: threads marked as
+    compile workers pass straight through, every other thread locks as before.
+
+    Why: llvmlite (0.50) takes one process-wide lock around every call into LLVM, so
+    threads compiling different modules would run one at a time. LLVM itself is safe
+    for threads that share nothing -- each worker parses into its own LLVMContext and
+    optimizes and emits with its own target machine and pass builder -- and ctypes
+    releases the GIL during the calls, so unlocked workers run on every core."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if getattr(_worker, "free", False):
+            return True
+        return self._inner.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        if not getattr(_worker, "free", False):
+            self._inner.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _parallel_llvm() -> bool:
+    """Install `_WorkerFreeLock` (once) and say whether workers may run unlocked: False
+    when llvmlite's structures are not the ones this was written for, or when someone
+    registered lock callbacks (numba does) that expect to run under the lock."""
+    try:
+        from llvmlite.binding import ffi
+    except ImportError:
+        return False
+    llvm_lock = getattr(getattr(ffi, "lib", None), "_lock", None)
+    lock_type = getattr(ffi, "_LLVMLock", None)
+    if lock_type is None or not isinstance(llvm_lock, lock_type):
+        return False
+    if getattr(llvm_lock, "_cblist", None):
+        return False
+    with _init_lock:
+        inner = getattr(llvm_lock, "_lock", None)
+        if isinstance(inner, _WorkerFreeLock):
+            return True
+        if not (callable(getattr(inner, "acquire", None))
+                and callable(getattr(inner, "release", None))):
+            return False
+        llvm_lock._lock = _WorkerFreeLock(inner)
+    return True
+
+
+def _mark_worker() -> None:
+    _worker.free = True
+
+
+# --------------------------------------------------------------------------------------
+# compiling units
+
+
+@dataclass
+class _UnitCode:
+    """A unit's object and what linking and reporting need to know about it."""
+
+    symbol: str
+    object: bytes
+    arity: int  # parameter count of the unit's function
+    externals: list[str]  # functions its code calls outside the unit (intrinsics aside)
+    optimized_ir: str | Callable[[], str]
+    parse_s: float = 0.0  # parsing and verifying
+    optimize_s: float = 0.0
+    codegen_s: float = 0.0
+    cached: bool = False
+
+    def ir(self) -> str:
+        if callable(self.optimized_ir):
+            self.optimized_ir = self.optimized_ir()
+        return self.optimized_ir
+
+
+def _compile_unit(symbol: str, text: str, opt_level: int) -> _UnitCode:
+    """Parse, verify, optimize and emit one unit. Everything LLVM touches here is this
+    call's own (context, module, target machine, pass builder): the object depends on
+    the text alone, whichever thread runs it and whatever runs beside it."""
+    t0 = time.perf_counter()
+    context = llvm.create_context()
+    target_machine = host_target_machine(opt_level)
+    module = llvm.parse_assembly(text, context)
+    module.triple = target_machine.triple
+    module.data_layout = str(target_machine.target_data)
+    module.verify()
+    arity = len(list(module.get_function(symbol).arguments))
+    t1 = time.perf_counter()
+    optimize(module, target_machine, opt_level)
+    t2 = time.perf_counter()
+    optimized_ir = str(module)
+    obj = target_machine.emit_object(module)
+    t3 = time.perf_counter()
+    externals = _externals(module)
+    module.close()  # before its context goes
+    return _UnitCode(symbol, obj, arity, externals, optimized_ir, t1 - t0, t2 - t1, t3 - t2)
+
+
+def _compile_units(todo: Sequence[tuple[str, str]], opt_level: int, jobs: int
+                   ) -> Iterator[_UnitCode]:
+    """Compile (symbol, text) units on up to `jobs` threads, yielding each result on
+    the calling thread as it is done (in completion order)."""
+    if jobs <= 1 or len(todo) <= 1 or not _parallel_llvm():
+        for symbol, text in todo:
+            yield _compile_unit(symbol, text, opt_level)
+        return
+    _host_cpu()  # asked here, under the lock, not by the first workers at once
+    # Longest first: the big kernels do not end up alone at the end.
+    order = sorted(todo, key=lambda u: -len(u[1]))
+    pool = ThreadPoolExecutor(max_workers=min(jobs, len(todo)), initializer=_mark_worker,
+                              thread_name_prefix="frame-llvm")
+    try:
+        pending: set[Future[_UnitCode]] = {
+            pool.submit(_compile_unit, symbol, text, opt_level) for symbol, text in order}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+# --------------------------------------------------------------------------------------
+# bundles: the objects of a split compile as one `object_code`
+
+_BUNDLE_MAGIC = b"FRAMEBDL"
+_BUNDLE_PREFIX = struct.Struct("<8sIQ")  # magic, version, header length
+_BUNDLE_VERSION = 1
+
+
+def encode_bundle(objects: Sequence[bytes], symbols: dict[str, str]) -> bytes:
+    """One byte string holding the unit objects and the function -> symbol map (an
+    ELF or Mach-O object never starts with the magic, so `load_object` tells them
+    apart)."""
+    header = json.dumps({"sizes": [len(o) for o in objects], "symbols": symbols},
+                        sort_keys=True, separators=(",", ":")).encode()
+    return b"".join([_BUNDLE_PREFIX.pack(_BUNDLE_MAGIC, _BUNDLE_VERSION, len(header)),
+                     header, *objects])
+
+
+def is_bundle(object_code: bytes) -> bool:
+    return object_code[:len(_BUNDLE_MAGIC)] == _BUNDLE_MAGIC
+
+
+def decode_bundle(object_code: bytes) -> tuple[list[bytes], dict[str, str]]:
+    """The objects and the symbol map of `encode_bundle`; JitModuleError if damaged."""
+    try:
+        magic, version, header_len = _BUNDLE_PREFIX.unpack_from(object_code)
+        if magic != _BUNDLE_MAGIC or version != _BUNDLE_VERSION:
+            raise ValueError(f"not a version-{_BUNDLE_VERSION} bundle")
+        start = _BUNDLE_PREFIX.size
+        header = json.loads(object_code[start:start + header_len])
+        sizes = [int(s) for s in header["sizes"]]
+        symbols = {str(k): str(v) for k, v in header["symbols"].items()}
+    except (struct.error, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise JitModuleError(f"unreadable object bundle ({e})") from None
+    offset = _BUNDLE_PREFIX.size + header_len
+    if offset + sum(sizes) != len(object_code):
+        raise JitModuleError("object bundle sizes do not add up")
+    objects = []
+    for size in sizes:
+        objects.append(object_code[offset:offset + size])
+        offset += size
+    return objects, symbols
+
+
+def _load(objects: Sequence[bytes], functions: dict[str, int], symbols: dict[str, str],
+          externals: Sequence[str], opt_level: int,
+          optimized_ir: str | Callable[[], str] | None, object_code: bytes) -> JitModule:
+    """Load objects into one MCJIT engine (which links their calls to each other).
+    `externals` are checked first, since MCJIT aborts the process on a symbol it
+    cannot resolve. Raises JitModuleError if the objects cannot be used."""
     provide_runtime(externals)  # the thread pool, if the code calls it
     missing = [s for s in externals if not _resolvable(s)]
     if missing:
@@ -230,15 +487,33 @@ def load_object(object_code: bytes, functions: dict[str, int], *, opt_level: int
     module.data_layout = str(target_machine.target_data)
     engine = _new_engine(module, target_machine)
     try:
-        engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+        for obj in objects:
+            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()
     except (RuntimeError, OSError) as e:
         raise JitModuleError(f"LLVM could not load the object: {e}") from None
-    missing = [n for n in functions if not engine.get_function_address(n)]
+    missing = [n for n in functions if not engine.get_function_address(symbols.get(n, n))]
     if missing:
         raise JitModuleError(f"the object does not define {', '.join(missing)}")
     return JitModule(engine, target_machine, functions, optimized_ir=optimized_ir,
-                     object_code=object_code, externals=externals, keep_alive=module)
+                     object_code=object_code, externals=externals, keep_alive=module,
+                     symbols={n: s for n, s in symbols.items() if n != s})
+
+
+def load_object(object_code: bytes, functions: dict[str, int], *, opt_level: int = 3,
+                externals: Sequence[str] = (),
+                optimized_ir: str | Callable[[], str] | None = None) -> JitModule:
+    """A `JitModule` from the `object_code` of a compile on this host (no parsing,
+    optimization or code generation): a bundle of a split compile or a plain object.
+    `functions` maps each function to its parameter count; `externals` are checked
+    first, since MCJIT aborts the process on a symbol it cannot resolve. Raises
+    JitModuleError if the object cannot be used."""
+    if is_bundle(object_code):
+        objects, symbols = decode_bundle(object_code)
+    else:
+        objects, symbols = [object_code], {}
+    return _load(objects, functions, symbols, externals, opt_level, optimized_ir,
+                 object_code)
 
 
 def compressed_ir(jit: JitModule) -> bytes:
@@ -251,21 +526,159 @@ def ir_loader(compressed: bytes) -> Callable[[], str]:
     return lambda: zlib.decompress(compressed).decode()
 
 
-def jit_compile(llvm_ir_text: str, *, opt_level: int = 3,
-                cache: CompileCache | None = None) -> JitModule:
-    """Parse, verify, optimize (O`opt_level`, host CPU) and JIT-compile LLVM IR text.
+# --------------------------------------------------------------------------------------
+# the split compile
 
-    With a `cache`, the object is looked up by the IR text (and the toolchain, see
-    `cache.py`) first, and stored after a compile.
-    """
-    if cache is None:
-        return compile_ir(llvm_ir_text, opt_level=opt_level)
+
+def _unit_key(text: str, opt_level: int) -> tuple[str, dict[str, Any]]:
     from frame_mlir.backend.llvm.cache import make_key
 
+    return make_key("llvm-unit", {"ir_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                                  "opt_level": opt_level})
+
+
+def _cached_unit(cache: CompileCache, symbol: str, text: str, opt_level: int
+                 ) -> _UnitCode | None:
+    key, material = _unit_key(text, opt_level)
+    entry = cache.load(key, material)
+    if entry is None:
+        return None
+    try:
+        meta = entry.meta
+        if meta["symbol"] != symbol:
+            raise ValueError(f"defines @{meta['symbol']}")
+        return _UnitCode(symbol, entry.obj, int(meta["arity"]),
+                         [str(e) for e in meta["externals"]], ir_loader(entry.extra),
+                         cached=True)
+    except (KeyError, TypeError, ValueError) as e:
+        cache.discard(key, f"unusable unit entry: {e}")
+        return None
+
+
+def _store_unit(cache: CompileCache, text: str, opt_level: int, code: _UnitCode) -> None:
+    key, material = _unit_key(text, opt_level)
+    cache.store(key, material, {"symbol": code.symbol, "arity": code.arity,
+                                "externals": code.externals},
+                code.object, zlib.compress(code.ir().encode(), 1), evict=False)
+
+
+def compile_ir(llvm_ir_text: str, *, opt_level: int = 3,
+               public: Collection[str] | None = None, jobs: int | None = None,
+               cache: CompileCache | None = None) -> JitModule:
+    """Parse, verify, optimize (O`opt_level`, host CPU) and JIT-compile LLVM IR text,
+    one unit per function (see the module docstring), keeping the generated objects.
+
+    `public`: the functions the caller will look up by name (None: all of them); every
+    defined function stays callable by its name either way. `jobs`: units compiled at
+    once (default `compile_jobs()`); the objects are the same for every count.
+    `cache`: looked up and filled unit by unit (its per-kernel entries).
+    """
+    _ensure_initialized()
+    try:
+        with timing.section("llvm: split"):
+            split = split_module(llvm_ir_text, public)
+    except UnsplittableModule:
+        return compile_whole(llvm_ir_text, opt_level=opt_level)
+    jobs = compile_jobs() if jobs is None else max(1, jobs)
+    texts = {u.symbol: u.text for u in split.units}
+    codes: dict[str, _UnitCode] = {}
+    if cache is not None:
+        with timing.section("llvm: cache lookup"):
+            for unit in split.units:
+                code = _cached_unit(cache, unit.symbol, unit.text, opt_level)
+                if code is not None:
+                    codes[unit.symbol] = code
+    try:
+        _compile_missing(split, texts, codes, opt_level, jobs, cache)
+    except RuntimeError:
+        # LLVM rejected a unit (parsing or verifying it). If the module itself is
+        # wrong, the whole-module compile says so in its own terms; if the splitter
+        # misread a valid module, the module still compiles.
+        return compile_whole(llvm_ir_text, opt_level=opt_level)
+    try:
+        with timing.section("llvm: load"):
+            return _link(split, codes, opt_level)
+    except JitModuleError as e:
+        cached = [s for s, c in codes.items() if c.cached]
+        if not cached:
+            raise
+        # An object from the cache that does not load: compile those units again
+        # (their new objects replace the entries).
+        for symbol in cached:
+            if cache is not None:
+                cache.discard(_unit_key(texts[symbol], opt_level)[0], str(e))
+            del codes[symbol]
+        _compile_missing(split, texts, codes, opt_level, jobs, cache)
+        with timing.section("llvm: load"):
+            return _link(split, codes, opt_level)
+
+
+def _compile_missing(split: SplitModule, texts: dict[str, str], codes: dict[str, _UnitCode],
+                     opt_level: int, jobs: int, cache: CompileCache | None) -> None:
+    """Compile the units `codes` lacks (storing each in `cache`), recording the
+    workers' time and the progress."""
+    todo = [(u.symbol, u.text) for u in split.units if u.symbol not in codes]
+    jobs = min(jobs, max(1, len(todo)))
+    label = (f"llvm ({jobs} job{'s' if jobs > 1 else ''}, {len(split.units)} units, "
+             f"{len(split.units) - len(todo)} cached)")
+    with timing.section(label):
+        timing.set_kernel_total(len(todo))
+        for code in _compile_units(todo, opt_level, jobs):
+            codes[code.symbol] = code
+            timing.add("llvm: parse", code.parse_s)
+            timing.add("llvm: optimize (O3)", code.optimize_s)
+            timing.add("llvm: machine code", code.codegen_s)
+            timing.count_kernel()
+            if cache is not None:
+                _store_unit(cache, texts[code.symbol], opt_level, code)
+        if cache is not None and todo:
+            cache.evict()
+
+
+def _link(split: SplitModule, codes: dict[str, _UnitCode], opt_level: int) -> JitModule:
+    """Load the units' objects (in module order, whatever order they were compiled in)
+    into one engine."""
+    units = [codes[u.symbol] for u in split.units]
+    defined = {c.symbol for c in units}
+    externals = sorted({e for c in units for e in c.externals} - defined)
+    functions = {name: codes[symbol].arity for name, symbol in split.symbols.items()}
+    objects = [c.object for c in units]
+
+    def optimized_ir() -> str:
+        return "".join(f"{UNIT_MARK}@{u.symbol}: {' '.join(u.originals)}\n"
+                       f"{codes[u.symbol].ir()}" for u in split.units)
+
+    return _load(objects, functions, split.symbols, externals, opt_level, optimized_ir,
+                 encode_bundle(objects, split.symbols))
+
+
+def jit_compile(llvm_ir_text: str, *, opt_level: int = 3,
+                cache: CompileCache | None = None,
+                public: Collection[str] | None = None,
+                jobs: int | None = None) -> JitModule:
+    """Parse, verify, optimize (O`opt_level`, host CPU) and JIT-compile LLVM IR text
+    (`compile_ir`: `public`, `jobs`).
+
+    With a `cache`, the whole module's object is looked up by the IR text (and the
+    toolchain, see `cache.py`) first, and stored after a compile -- unless the cache
+    keeps kernels only (`CompileCache.kernels_only`) -- and every unit goes through
+    the cache's per-kernel entries.
+    """
+    if cache is None:
+        return compile_ir(llvm_ir_text, opt_level=opt_level, public=public, jobs=jobs)
+    kernels = cache.kernels()
+    if cache.kernel_entries_only:
+        return compile_ir(llvm_ir_text, opt_level=opt_level, public=public, jobs=jobs,
+                          cache=kernels)
+    from frame_mlir.backend.llvm.cache import make_key
+
+    # `public` is not part of the key: it decides which symbols are renamed, not which
+    # functions can be called by name (all of them, whoever compiled the entry).
     key, material = make_key("llvm-ir", {
         "ir_sha256": hashlib.sha256(llvm_ir_text.encode()).hexdigest(),
         "opt_level": opt_level})
-    entry = cache.load(key, material)
+    with timing.section("llvm: cache lookup"):
+        entry = cache.load(key, material)
     if entry is not None:
         try:
             return load_object(entry.obj, entry.meta["functions"], opt_level=opt_level,
@@ -273,7 +686,8 @@ def jit_compile(llvm_ir_text: str, *, opt_level: int = 3,
                                optimized_ir=ir_loader(entry.extra))
         except (JitModuleError, KeyError, TypeError) as e:
             cache.discard(key, str(e))
-    jit = compile_ir(llvm_ir_text, opt_level=opt_level)
+    jit = compile_ir(llvm_ir_text, opt_level=opt_level, public=public, jobs=jobs,
+                     cache=kernels)
     if jit.object_code is not None:
         cache.store(key, material, {"functions": jit.function_arity(),
                                     "externals": list(jit.externals)},
