@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.utils.exceptions import PassFailedException
 
 from frame_mlir.backend.op_tables import OP_TABLE
@@ -33,6 +33,7 @@ from frame_mlir.passes.llvm_common import (
     llvm_type,
     op_order,
     require_lowered,
+    rewrite_ops,
     table_rule,
     to_llvm_all,
 )
@@ -267,6 +268,6 @@ class ConvertArithToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with op_order():  # constant-time dominance checks of casts
-            PatternRewriteWalker(ArithToLLVMPattern(), apply_recursively=False).rewrite_module(op)
+            rewrite_ops(op, ARITH_TO_LLVM)
         erase_dead_casts(op)
         require_lowered(self.name, op, "arith", ARITH_TO_LLVM)

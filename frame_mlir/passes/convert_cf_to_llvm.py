@@ -10,9 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -24,6 +22,7 @@ from frame_mlir.passes.llvm_common import (
     op_order,
     require_lowered,
     retype_block_args,
+    rewrite_ops,
 )
 
 _BRANCHES = (cf.BranchOp, cf.ConditionalBranchOp, llvm.BrOp, llvm.CondBrOp)
@@ -88,10 +87,8 @@ class ConvertCfToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _retype_successor_args(op)
-        patterns = GreedyRewritePatternApplier(
-            [LowerBranch(), LowerCondBranch()], dce_enabled=False
-        )
         with op_order():  # constant-time dominance checks of casts
-            PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
+            rewrite_ops(op, {cf.BranchOp: LowerBranch().match_and_rewrite,
+                             cf.ConditionalBranchOp: LowerCondBranch().match_and_rewrite})
         erase_dead_casts(op)
         require_lowered(self.name, op, "cf")

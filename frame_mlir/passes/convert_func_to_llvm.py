@@ -18,9 +18,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -34,6 +32,7 @@ from frame_mlir.passes.llvm_common import (
     op_order,
     require_lowered,
     retype_block_args,
+    rewrite_ops,
     to_llvm_all,
 )
 
@@ -164,10 +163,11 @@ class ConvertFuncToLLVMPass(ModulePass):
     """Mark memref (pointer) arguments `noalias`."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = GreedyRewritePatternApplier(
-            [LowerFunc(self.noalias), LowerReturn(), LowerCall()], dce_enabled=False
-        )
+        # One visit of each op does it: the ops a rule makes (llvm ops, casts) match no
+        # rule, so revisiting them or the module (a recursive pattern walker) is idle.
         with op_order():  # constant-time dominance checks of casts
-            PatternRewriteWalker(patterns).rewrite_module(op)
+            rewrite_ops(op, {func.FuncOp: LowerFunc(self.noalias).match_and_rewrite,
+                             func.ReturnOp: LowerReturn().match_and_rewrite,
+                             func.CallOp: LowerCall().match_and_rewrite})
         erase_dead_casts(op)
         require_lowered(self.name, op, "func")

@@ -10,7 +10,7 @@ from xdsl.dialects import llvm, math
 from xdsl.dialects.builtin import FloatAttr, ModuleOp, VectorType
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from frame_mlir.backend.op_tables import OP_TABLE
 from frame_mlir.passes.llvm_common import (
@@ -19,6 +19,7 @@ from frame_mlir.passes.llvm_common import (
     llvm_fastmath,
     op_order,
     require_lowered,
+    rewrite_ops,
     table_rule,
     to_llvm_all,
 )
@@ -75,6 +76,6 @@ class ConvertMathToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         with op_order():  # constant-time dominance checks of casts
-            PatternRewriteWalker(MathToLLVMPattern(), apply_recursively=False).rewrite_module(op)
+            rewrite_ops(op, MATH_TO_LLVM)
         erase_dead_casts(op)
         require_lowered(self.name, op, "math", MATH_TO_LLVM)

@@ -10,21 +10,21 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, i8, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 from xdsl.utils.exceptions import PassFailedException
 
 from frame_mlir.passes.llvm_common import (
+    Rule,
     cast_back,
     element_byte_size,
     erase_dead_casts,
     llvm_type,
     op_order,
     require_lowered,
+    rewrite_ops,
     static_strides,
     to_llvm,
     to_llvm_all,
@@ -203,6 +203,16 @@ class LowerCast(RewritePattern):
         rewriter.replace(op, ops, [value])
 
 
+MEMREF_TO_LLVM: dict[type[Operation], Rule] = {
+    memref.LoadOp: LowerLoad().match_and_rewrite,
+    memref.StoreOp: LowerStore().match_and_rewrite,
+    memref.ViewOp: LowerView().match_and_rewrite,
+    memref.CollapseShapeOp: LowerCollapseShape().match_and_rewrite,
+    memref.CastOp: LowerCast().match_and_rewrite,
+}
+"""The pattern lowering each memref op (any other fails the pass)."""
+
+
 @dataclass(frozen=True)
 class ConvertMemrefToLLVMPass(ModulePass):
     """Lower memref accesses to LLVM with the bare-pointer ABI.
@@ -225,11 +235,7 @@ class ConvertMemrefToLLVMPass(ModulePass):
     name = "convert-memref-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = GreedyRewritePatternApplier(
-            [LowerLoad(), LowerStore(), LowerView(), LowerCollapseShape(), LowerCast()],
-            dce_enabled=False
-        )
         with op_order():  # constant-time dominance checks of casts
-            PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
+            rewrite_ops(op, MEMREF_TO_LLVM)
         erase_dead_casts(op)
         require_lowered(self.name, op, "memref")

@@ -35,9 +35,7 @@ from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, VectorT
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -50,6 +48,7 @@ from frame_mlir.passes.llvm_common import (
     llvm_type,
     op_order,
     require_lowered,
+    rewrite_ops,
     to_llvm,
 )
 
@@ -142,12 +141,11 @@ class ConvertVectorToLLVMPass(ModulePass):
     name = "convert-vector-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = GreedyRewritePatternApplier(
-            [LowerVectorLoad(), LowerVectorStore(), LowerBroadcast(), LowerFma(),
-             LowerShuffle()],
-            dce_enabled=False,
-        )
         with op_order():  # constant-time dominance checks of casts
-            PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
+            rewrite_ops(op, {vector.LoadOp: LowerVectorLoad().match_and_rewrite,
+                             vector.StoreOp: LowerVectorStore().match_and_rewrite,
+                             vector.BroadcastOp: LowerBroadcast().match_and_rewrite,
+                             vector.FMAOp: LowerFma().match_and_rewrite,
+                             vector.ShuffleOp: LowerShuffle().match_and_rewrite})
         erase_dead_casts(op)
         require_lowered(self.name, op, "vector")

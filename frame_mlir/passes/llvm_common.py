@@ -226,6 +226,31 @@ def retype_block_args(block: Block) -> None:
         Rewriter.insert_op(casts, InsertPoint.at_start(block))
 
 
+Rule = Callable[[Operation, PatternRewriter], None]
+
+
+def rewrite_ops(module: ModuleOp, rules: Mapping[type[Operation], Rule]) -> None:
+    """Apply the rule of each op's class (`rules`, by exact class) to every op of
+    `module`, in IR order (pre-order), each with a `PatternRewriter` inserting before
+    it; ops erased by an earlier rule are passed over, ops created by one are not
+    visited.
+
+    What `PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=False),
+    apply_recursively=False)` does with one pattern per op class, without its per-op
+    cost (a worklist, a pattern applier and a rewriter reset for every op of the module,
+    matched or not: about half of each conversion's time). A rule's exception is
+    reported as the walker reports it (`Operation.emit_error`).
+    """
+    for op in list(module.walk()):
+        rule = rules.get(type(op))
+        if rule is None or op.parent is None:
+            continue
+        try:
+            rule(op, PatternRewriter(op))
+        except Exception as err:
+            op.emit_error(f"Error while applying pattern: {err}", underlying_error=err)
+
+
 def erase_dead_casts(module: ModuleOp) -> None:
     """Erase unused `unrealized_conversion_cast` ops (leftovers of reused chains), and
     the casts that only they used, in turn. One walk: a cast whose last use goes away
