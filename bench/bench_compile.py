@@ -13,7 +13,8 @@ process, so nothing compiled or imported before leaks in:
 * other lr: a third process on that folder with another learning rate (for a v0 spec or
   the API's train step the learning rate is in the code, so the whole-model entry misses
   and only the kernel cache can help; a JSON network's trainer takes the learning rate
-  as an argument at every step, so its entries hit as they do warm);
+  as an argument at every step, and the transformer's gradient graph has none, so
+  their entries hit as they do warm);
 * breakdown: the cold process's `frame_mlir.timing` report (`FRAME_TIMING=1`'s), by
   stage, with the largest passes.
 
