@@ -65,10 +65,27 @@ def _cast(ops: list[Operation], value: SSAValue, target: Attribute) -> SSAValue:
     return cast.results[0]
 
 
-def _declare_runtime(module: ModuleOp) -> None:
-    for op in module.ops:
-        if isinstance(op, llvm.FuncOp) and op.sym_name.data == RUNTIME_PARALLEL_FOR:
-            return
+class _Functions:
+    """The names of the module's functions (`func.func`, `llvm.func`), read once per
+    pass and kept up to date by it: every `parallel_for` asks whether the runtime is
+    declared and whether its task has a trampoline, and scanning the module's functions
+    for each was quadratic in the number of kernels."""
+
+    def __init__(self, module: ModuleOp):
+        self.module = module
+        self.names = {op.sym_name.data for op in module.ops
+                      if isinstance(op, func.FuncOp | llvm.FuncOp)}
+        self.runtime_declared = any(isinstance(op, llvm.FuncOp) and
+                                    op.sym_name.data == RUNTIME_PARALLEL_FOR
+                                    for op in module.ops)
+
+
+def _declare_runtime(functions: _Functions) -> None:
+    if functions.runtime_declared:
+        return
+    functions.runtime_declared = True
+    functions.names.add(RUNTIME_PARALLEL_FOR)
+    module = functions.module
     ptr = llvm.LLVMPointerType()
     decl = llvm.FuncOp(RUNTIME_PARALLEL_FOR,
                        llvm.LLVMFunctionType([ptr, ptr, i64, i64, i64], llvm.LLVMVoidType()),
@@ -127,12 +144,12 @@ def _unpack(ops: list[Operation], slot: SSAValue, typ: Attribute,
     return value
 
 
-def _entry(module: ModuleOp, task: func.FuncOp) -> str:
+def _entry(functions: _Functions, task: func.FuncOp) -> str:
     """`@<task>__entry`: the C-signature trampoline the runtime calls (made once)."""
     name = f"{task.sym_name.data}__entry"
-    for op in module.ops:
-        if isinstance(op, func.FuncOp | llvm.FuncOp) and op.sym_name.data == name:
-            return name
+    if name in functions.names:
+        return name
+    functions.names.add(name)
     block = Block(arg_types=[llvm.LLVMPointerType(), i64, i64])
     ctx, lo, hi = block.args
     ctx.name_hint, lo.name_hint, hi.name_hint = "ctx", "lo", "hi"
@@ -155,7 +172,7 @@ def _entry(module: ModuleOp, task: func.FuncOp) -> str:
     return name
 
 
-def _lower(module: ModuleOp, op: ParallelForOp) -> None:
+def _lower(functions: _Functions, op: ParallelForOp) -> None:
     task = SymbolTable.lookup_symbol(op, op.task)
     if not isinstance(task, func.FuncOp):
         raise fail(ConvertFrameRtToLLVMPass.name, op,
@@ -170,8 +187,8 @@ def _lower(module: ModuleOp, op: ParallelForOp) -> None:
     if fn is None or not fn.body.blocks:
         raise fail(ConvertFrameRtToLLVMPass.name, op, "expected inside a func.func")
     kinds = [_int_type(op, llvm_type(a.type)) for a in op.args]  # fails early on bad ones
-    _declare_runtime(module)
-    entry = _entry(module, task)
+    _declare_runtime(functions)
+    entry = _entry(functions, task)
     # The argument frame lives in the caller's stack frame, allocated once in the entry
     # block (a static alloca), and only for the duration of the call.
     size = llvm.ConstantOp(IntegerAttr(max(1, len(op.args)), i64), i64)
@@ -222,9 +239,10 @@ class ConvertFrameRtToLLVMPass(ModulePass):
         return any(o.name.startswith("frame_rt.") for o in op.walk())
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        functions = _Functions(op)
         for inner in list(op.walk()):
             if isinstance(inner, ParallelForOp):
-                _lower(op, inner)
+                _lower(functions, inner)
             elif isinstance(inner, RowOp):
                 _lower_row(inner)
             elif isinstance(inner, ScanOp):
