@@ -57,6 +57,9 @@ class FrameOutlineKernels(ModulePass):
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         kernels: dict[str, func.FuncOp] = {}  # structure (see `_structure`) -> kernel
         structures = _Structures()
+        # The kernel an op's outlining became, by `_op_key`: an op of a key seen before
+        # makes the same kernel, so it calls that one without building its own.
+        by_op_key: dict[tuple[object, ...], func.FuncOp] = {}
         for fn in list(op.ops):
             if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
                 continue
@@ -66,36 +69,33 @@ class FrameOutlineKernels(ModulePass):
                     if inner.results:
                         raise fail(self.name, inner, "expected linalg on memrefs, found one "
                                    "with tensor results (run frame-bufferize first)")
-                    kernel, call = self._outline(fn, inner, count)
+                    args, constants = _kernel_operands(inner)
+                    op_key = _op_key(inner, args, constants)
+                    shared = by_op_key.get(op_key)
+                    if shared is not None:
+                        call = func.CallOp(shared.sym_name.data, args, [])
+                        call.attributes.update(provenance(inner))
+                        Rewriter.replace_op(inner, call)
+                        _drop_provenance(shared)
+                        continue
+                    kernel, call = self._outline(fn, inner, count, args, constants)
                     key = structures.text(kernel)
                     shared = kernels.get(key)
                     if shared is None:
-                        kernels[key] = kernel
+                        kernels[key] = by_op_key[op_key] = kernel
                         Rewriter.insert_op(kernel, InsertPoint.before(fn))
                         count += 1
                     else:
+                        by_op_key[op_key] = shared
                         # The same computation on the same buffer types (another layer of
                         # one shape, or the forward pass again in the train step): call
                         # the existing kernel. It now serves several places, so it keeps
                         # no single provenance; the calls keep theirs.
                         call.callee = builtin.SymbolRefAttr(shared.sym_name.data)
-                        for o in shared.walk():
-                            for k in PROVENANCE_ATTRS:
-                                o.attributes.pop(k, None)
+                        _drop_provenance(shared)
 
-    def _outline(self, fn: func.FuncOp, op: Operation,
-                 index: int) -> tuple[func.FuncOp, func.CallOp]:
-        args: list[SSAValue] = []
-        constants: list[Operation] = []
-        for v in op.operands:
-            if v in args:
-                continue
-            owner = v.owner
-            if not isinstance(v.type, MemRefType) and isinstance(owner, arith.ConstantOp):
-                if owner not in constants:
-                    constants.append(owner)
-                continue
-            args.append(v)
+    def _outline(self, fn: func.FuncOp, op: Operation, index: int, args: list[SSAValue],
+                 constants: list[Operation]) -> tuple[func.FuncOp, func.CallOp]:
         block = Block(arg_types=[a.type for a in args])
         mapping: dict[SSAValue, SSAValue] = dict(zip(args, block.args, strict=True))
         for c in constants:
@@ -113,6 +113,30 @@ class FrameOutlineKernels(ModulePass):
         mark_parallel_dims(kernel, op)  # for frame-parallelize, after the loops exist
         Rewriter.replace_op(op, call)
         return kernel, call
+
+
+def _kernel_operands(op: Operation) -> tuple[list[SSAValue], list[Operation]]:
+    """The kernel arguments of `op` (its distinct operands but scalar constants) and
+    the constants cloned into the kernel, in operand order."""
+    args: list[SSAValue] = []
+    constants: list[Operation] = []
+    for v in op.operands:
+        if v in args:
+            continue
+        owner = v.owner
+        if not isinstance(v.type, MemRefType) and isinstance(owner, arith.ConstantOp):
+            if owner not in constants:
+                constants.append(owner)
+            continue
+        args.append(v)
+    return args, constants
+
+
+def _drop_provenance(kernel: func.FuncOp) -> None:
+    """A kernel that serves several places keeps no single provenance."""
+    for o in kernel.walk():
+        for k in PROVENANCE_ATTRS:
+            o.attributes.pop(k, None)
 
 
 def _structure(kernel: func.FuncOp) -> str:
@@ -161,30 +185,48 @@ def _structural_key(kernel: func.FuncOp) -> tuple[object, ...]:
     prints them), result types, properties and attributes (in order; attributes equal
     as values print equal), successors and regions -- without the kernel's name and the
     provenance attributes, which `_structure` drops. Value names are not in it."""
-    values: dict[SSAValue, int] = {}
-    blocks: dict[Block, int] = {}
+    return _Keyer().op(kernel, tuple((k, a) for k, a in kernel.properties.items()
+                                     if k != "sym_name"))
 
-    def value(v: SSAValue) -> int:
-        return values.setdefault(v, len(values))
 
-    def block(b: Block) -> int:
-        return blocks.setdefault(b, len(blocks))
+def _op_key(op: Operation, args: list[SSAValue],
+            constants: list[Operation]) -> tuple[object, ...]:
+    """What the kernel outlined from `op` would be, but its name and provenance: the
+    types of its arguments, the constants cloned into it and the op, numbered as in
+    the kernel (the arguments first). Ops of equal keys make kernels of equal
+    `_structural_key` (the kernel and its `frame.parallel_dims` are made from these
+    alone), so they share one kernel whatever their names."""
+    keyer = _Keyer({a: i for i, a in enumerate(args)})
+    return (tuple(a.type for a in args),
+            tuple(keyer.op(c, tuple(c.properties.items())) for c in constants),
+            keyer.op(op, tuple(op.properties.items())))
 
-    def op_key(o: Operation, props: tuple[tuple[str, Attribute], ...]) -> tuple[object, ...]:
+
+class _Keyer:
+    """Structural keys of ops (see `_structural_key`), values numbered as first met."""
+
+    def __init__(self, values: dict[SSAValue, int] | None = None):
+        self.values: dict[SSAValue, int] = dict(values or {})
+        self.blocks: dict[Block, int] = {}
+
+    def value(self, v: SSAValue) -> int:
+        return self.values.setdefault(v, len(self.values))
+
+    def block(self, b: Block) -> int:
+        return self.blocks.setdefault(b, len(self.blocks))
+
+    def op(self, o: Operation, props: tuple[tuple[str, Attribute], ...]) -> tuple[object, ...]:
         return (
             o.name,
-            tuple(value(v) for v in o.operands),
-            tuple(value(r) for r in o.results),
+            tuple(self.value(v) for v in o.operands),
+            tuple(self.value(r) for r in o.results),
             tuple(r.type for r in o.results),
             props,
             tuple((k, a) for k, a in o.attributes.items() if k not in PROVENANCE_ATTRS),
-            tuple(block(b) for b in o.successors),
-            tuple(tuple((block(b), tuple(value(a) for a in b.args),
+            tuple(self.block(b) for b in o.successors),
+            tuple(tuple((self.block(b), tuple(self.value(a) for a in b.args),
                          tuple(a.type for a in b.args),
-                         tuple(op_key(x, tuple(x.properties.items())) for x in b.ops))
+                         tuple(self.op(x, tuple(x.properties.items())) for x in b.ops))
                         for b in r.blocks)
                   for r in o.regions),
         )
-
-    return op_key(kernel, tuple((k, a) for k, a in kernel.properties.items()
-                                if k != "sym_name"))
