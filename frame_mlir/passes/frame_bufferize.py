@@ -35,13 +35,14 @@ Guarantees: no tensors remain; functions take only memrefs and return nothing;
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, memref, tensor
 from xdsl.dialects.builtin import MemRefType, TensorType, i8
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
@@ -55,7 +56,15 @@ ALIGN = 64
 
 
 def _memref_type(t: TensorType) -> MemRefType:
-    return MemRefType(t.element_type, t.get_shape())
+    return _memref_of(t.element_type, tuple(t.get_shape()))
+
+
+@lru_cache(maxsize=4096)
+def _memref_of(element: Attribute, shape: tuple[int, ...]) -> MemRefType:
+    """`MemRefType(element, shape)`, made once per type: types are immutable values,
+    and building one (IRDL verifies its parameters) cost more than the rest of the
+    pass's work on a buffer."""
+    return MemRefType(element, shape)
 
 
 def _nbytes(t: TensorType) -> int:
