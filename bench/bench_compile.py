@@ -135,14 +135,7 @@ def spec_doc(key: str, lr: float = LR) -> dict[str, Any]:
     return mlp_doc(int(key.removeprefix("mlp")), lr=lr)
 
 
-def _op(name: str, kind: str, inputs: list[str], tensors: list[str] | None = None, /,
-        **options: Any) -> dict[str, Any]:
-    """An operator; its outputs are `tensors` (default: one tensor named like it)."""
-    op: dict[str, Any] = {"name": name, "type": kind, "inputs": inputs,
-                          "outputs": tensors if tensors is not None else [name]}
-    if options:
-        op["options"] = options
-    return op
+from networks import _op  # noqa: E402  (bench/ is on sys.path, above)
 
 
 def mobilenet_v2(batch: int = NET_BATCH, size: int = NET_SIZE,

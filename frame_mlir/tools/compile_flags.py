@@ -12,20 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 
+from frame_mlir.tools.dp_run import positive_int  # light: argparse and os only
+
 ENV_TIMING = "FRAME_TIMING"
 ENV_VERIFY_EACH = "FRAME_VERIFY_EACH"
 ENV_COMPILE_JOBS = "FRAME_COMPILE_JOBS"
-
-
-def job_count(text: str) -> int:
-    """argparse type of `--compile-jobs`: a positive integer (a usage error otherwise)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number of jobs, found {text!r}")
-    return value
 
 
 def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +30,7 @@ def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
         help="verify the IR after every pass, not only the pipeline's input and output "
         "(slower; a broken pass is named either way; also: FRAME_VERIFY_EACH=1)")
     parser.add_argument(
-        "--compile-jobs", type=job_count, metavar="N",
+        "--compile-jobs", type=positive_int, metavar="N",
         help="optimize and generate the kernels' machine code on N processes or threads "
         "(the code is bit-identical for every N); default: FRAME_COMPILE_JOBS, else the "
         "cores available to the process")

@@ -287,6 +287,17 @@ def test_objects_are_the_same_for_every_worker_count(mnist_ir: tuple[str, set[st
     assert "frame_rt_parallel_for" in jits[2].externals  # the runtime was provided
 
 
+def test_a_parallel_compile_keeps_the_process_locale(mnist_ir: tuple[str, set[str]]) -> None:
+    """LLVM on worker threads left the C locale at "C" (text files then defaulted to
+    ASCII: the emitted C++ of a spec with a non-ASCII name failed to write)."""
+    import locale
+
+    before = (locale.setlocale(locale.LC_ALL), locale.getpreferredencoding(False))
+    text, public = mnist_ir
+    compile_ir(text, public=public, jobs=2)
+    assert (locale.setlocale(locale.LC_ALL), locale.getpreferredencoding(False)) == before
+
+
 def test_training_is_the_same_for_every_worker_count(monkeypatch: pytest.MonkeyPatch) -> None:
     from frame_mlir.compile_options import CompileOptions
     from frame_mlir.frontend.spec_v0 import load_spec

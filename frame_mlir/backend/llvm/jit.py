@@ -29,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import locale
 import os
 import struct
 import threading
@@ -416,6 +417,10 @@ def _compile_units(todo: Sequence[tuple[str, str]], opt_level: int, jobs: int
     order = sorted(todo, key=lambda u: -len(u[1]))
     pool = ThreadPoolExecutor(max_workers=min(jobs, len(todo)), initializer=_mark_worker,
                               thread_name_prefix="frame-llvm")
+    # LLVM, on the worker threads, can leave the process's C locale at "C" (seen on
+    # glibc with 2 jobs): Python's text files then default to ASCII. Put back what the
+    # process had.
+    saved_locale = locale.setlocale(locale.LC_ALL)
     try:
         pending: set[Future[_UnitCode]] = {
             pool.submit(_compile_unit, symbol, text, opt_level) for symbol, text in order}
@@ -425,6 +430,8 @@ def _compile_units(todo: Sequence[tuple[str, str]], opt_level: int, jobs: int
                 yield future.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        if locale.setlocale(locale.LC_ALL) != saved_locale:
+            locale.setlocale(locale.LC_ALL, saved_locale)
 
 
 # --------------------------------------------------------------------------------------
