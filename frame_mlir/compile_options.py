@@ -8,6 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+#: Verify the IR after every pass (not only the pipeline's input and output): any value
+#: but empty or 0. `--verify-each` on the tools; see `passes/pipeline.py`, run_passes.
+ENV_VERIFY_EACH = "FRAME_VERIFY_EACH"
+#: Units the LLVM backend compiles at once (a positive integer; default: the cores
+#: available). `--compile-jobs N` on the tools; see `backend/llvm/jit.py`.
+ENV_COMPILE_JOBS = "FRAME_COMPILE_JOBS"
+
 
 @dataclass(frozen=True)
 class CompileOptions:

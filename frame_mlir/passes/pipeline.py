@@ -50,7 +50,7 @@ from xdsl.transforms.lower_affine import LowerAffinePass
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException
 
 from frame_mlir import timing
-from frame_mlir.compile_options import CompileOptions
+from frame_mlir.compile_options import ENV_VERIFY_EACH, CompileOptions
 from frame_mlir.dialects.frame import Frame
 from frame_mlir.dialects.frame_rt import FrameRt
 from frame_mlir.passes.arith_expand import ArithExpand
@@ -170,9 +170,6 @@ class PipelineError(Exception):
     def __init__(self, pass_name: str, message: str):
         super().__init__(f"{pass_name}: {message}")
         self.pass_name = pass_name
-
-
-ENV_VERIFY_EACH = "FRAME_VERIFY_EACH"
 
 
 def verify_each_from_env() -> bool:

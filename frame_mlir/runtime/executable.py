@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.passes import ModulePass
 
-    from frame_mlir.backend.llvm.cache import CompileCache
+    from frame_mlir.backend.llvm.cache import CacheEntry, CompileCache
     from frame_mlir.compile_options import CompileOptions
 
 #: Argument kinds, from the argument attributes (see `signatures`).
@@ -239,6 +239,25 @@ class Executable:
         ex._init(jit, sigs, llvm_ir)
         return ex
 
+    @classmethod
+    def from_cache_entry(cls, entry: CacheEntry, opt_level: int) -> Executable:
+        """The executable a compile cache entry holds (its `cache_meta()` and object).
+        Raises JitModuleError, KeyError, TypeError, ValueError or AttributeError for an
+        entry that cannot be used."""
+        from frame_mlir.backend.llvm.jit import ir_loader, load_object
+
+        meta = entry.meta
+        sigs = {n: FunctionSignature.from_json(s) for n, s in meta["signatures"].items()}
+        jit = load_object(entry.obj, meta["functions"], opt_level=opt_level,
+                          externals=meta["externals"], optimized_ir=ir_loader(entry.extra))
+        return cls.from_jit(jit, sigs)
+
+    def cache_meta(self) -> dict[str, Any]:
+        """What `from_cache_entry` needs besides the object: the signatures, the
+        functions' parameter counts and the external symbols the code calls."""
+        return {"signatures": {n: s.to_json() for n, s in self.signatures.items()},
+                "functions": self.jit.function_arity(), "externals": list(self.jit.externals)}
+
     @property
     def arena(self) -> np.ndarray:
         """The scratch arena `__call__` passes (one for every function: they run one at
@@ -322,7 +341,8 @@ def compile_module(module: ModuleOp, *, lr: float | None = None, opt_level: int 
         cache = CompileCache.from_env()
     with timing.compile_session():
         key = material = None
-        if cache is not None and after_pass is None:
+        # A kernels-only cache (CompiledSpec's) keeps no module entries: no key to make.
+        if cache is not None and after_pass is None and not cache.kernel_entries_only:
             with timing.section("cache lookup"):
                 key, material = _module_key(module, lr, opt_level, options)
                 cached = _load_module_entry(cache, key, material, opt_level)
@@ -342,11 +362,8 @@ def compile_module(module: ModuleOp, *, lr: float | None = None, opt_level: int 
 
             assert material is not None
             with timing.section("cache store"):
-                cache.store(key, material, {
-                    "signatures": {n: s.to_json() for n, s in sigs.items()},
-                    "functions": ex.jit.function_arity(),
-                    "externals": list(ex.jit.externals)},
-                    ex.jit.object_code, compressed_ir(ex.jit))
+                cache.store(key, material, ex.cache_meta(), ex.jit.object_code,
+                            compressed_ir(ex.jit))
         return ex
 
 
@@ -371,21 +388,16 @@ def _load_module_entry(cache: CompileCache, key: str, material: dict[str, Any],
                        opt_level: int) -> Executable | None:
     """The executable of a module entry, or None (a miss, or an entry that cannot be
     used: then deleted, to be rebuilt)."""
-    from frame_mlir.backend.llvm.jit import JitModuleError, ir_loader, load_object
+    from frame_mlir.backend.llvm.jit import JitModuleError
 
     entry = cache.load(key, material)
     if entry is None:
         return None
     try:
-        sigs = {n: FunctionSignature.from_json(s)
-                for n, s in entry.meta["signatures"].items()}
-        jit = load_object(entry.obj, entry.meta["functions"], opt_level=opt_level,
-                          externals=entry.meta["externals"],
-                          optimized_ir=ir_loader(entry.extra))
+        return Executable.from_cache_entry(entry, opt_level)
     except (JitModuleError, KeyError, TypeError, ValueError, AttributeError) as e:
         cache.discard(key, f"unusable entry: {e}")
         return None
-    return Executable.from_jit(jit, sigs)
 
 
 class BoundFunction:

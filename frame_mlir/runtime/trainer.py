@@ -170,31 +170,25 @@ class CompiledSpec:
 
     def _entry_meta(self) -> dict[str, Any]:
         """What a warm start needs besides the object."""
-        jit = self.executable.jit
         return {"function": self.function, "predict_function": self.predict_function,
-                "param_names": list(self.param_names),
-                "signatures": {n: s.to_json() for n, s in self.executable.signatures.items()},
-                "functions": jit.function_arity(), "externals": list(jit.externals)}
+                "param_names": list(self.param_names), **self.executable.cache_meta()}
 
     def _load(self, entry: CacheEntry, opt_level: int, cache: CompileCache, key: str) -> bool:
         """Use a cached object; False (and the entry deleted) when it cannot be used."""
-        from frame_mlir.backend.llvm.jit import JitModuleError, ir_loader, load_object
+        from frame_mlir.backend.llvm.jit import JitModuleError
 
         meta = entry.meta
         try:
-            sigs = {n: FunctionSignature.from_json(s) for n, s in meta["signatures"].items()}
             function, predict = str(meta["function"]), str(meta["predict_function"])
             params = tuple(str(p) for p in meta["param_names"])
             for name in (function, *self._step_names(function), predict):
-                if name not in sigs:
+                if name not in meta["signatures"]:
                     raise KeyError(f"no signature for @{name}")
-            jit = load_object(entry.obj, meta["functions"], opt_level=opt_level,
-                              externals=meta["externals"],
-                              optimized_ir=ir_loader(entry.extra))
+            executable = Executable.from_cache_entry(entry, opt_level)
         except (JitModuleError, KeyError, TypeError, ValueError, AttributeError) as e:
             cache.discard(key, f"unusable entry: {e}")
             return False
-        self.executable = Executable.from_jit(jit, sigs)
+        self.executable = executable
         self.function, self.predict_function, self.param_names = function, predict, params
         return True
 

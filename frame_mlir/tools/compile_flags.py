@@ -12,11 +12,9 @@ from __future__ import annotations
 import argparse
 import os
 
+from frame_mlir.compile_options import ENV_COMPILE_JOBS, ENV_VERIFY_EACH
+from frame_mlir.timing import ENV_TIMING
 from frame_mlir.tools.dp_run import positive_int  # light: argparse and os only
-
-ENV_TIMING = "FRAME_TIMING"
-ENV_VERIFY_EACH = "FRAME_VERIFY_EACH"
-ENV_COMPILE_JOBS = "FRAME_COMPILE_JOBS"
 
 
 def add_compile_arguments(parser: argparse.ArgumentParser) -> None:

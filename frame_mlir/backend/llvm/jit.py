@@ -46,11 +46,12 @@ import llvmlite.binding as llvm
 from frame_mlir import timing
 from frame_mlir.backend.llvm.parallel_runtime import provide_runtime
 from frame_mlir.backend.llvm.split import SplitModule, UnsplittableModule, split_module
+from frame_mlir.compile_options import ENV_COMPILE_JOBS
 
 if TYPE_CHECKING:
     from frame_mlir.backend.llvm.cache import CompileCache
 
-ENV_JOBS = "FRAME_COMPILE_JOBS"
+ENV_JOBS = ENV_COMPILE_JOBS
 
 _init_lock = threading.Lock()
 _initialized = False
@@ -76,20 +77,15 @@ def compile_jobs() -> int:
     """How many units `compile_ir` compiles at once: `$FRAME_COMPILE_JOBS` (a positive
     integer), else the cores this process may run on. Raises ValueError naming the
     variable for anything else: a typo should not silently mean one job."""
+    from frame_mlir.backend.host import available_cores, thread_count
+
     text = os.environ.get(ENV_JOBS, "").strip()
     if not text:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # no affinity masks (macOS)
-            return max(1, os.cpu_count() or 1)
+        return available_cores()
     try:
-        jobs = int(text)
-    except ValueError:
-        jobs = 0
-    if jobs < 1:
-        raise ValueError(f"{ENV_JOBS}: expected a number of parallel compile jobs (an "
-                         f"integer >= 1), found {text!r}")
-    return jobs
+        return thread_count(text)
+    except ValueError as err:
+        raise ValueError(f"{ENV_JOBS}: {err}") from None
 
 
 X86_TUNING = "+prefer-no-gather,+prefer-no-scatter"
