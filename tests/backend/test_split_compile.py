@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import io
-import re
 from pathlib import Path
 
 import llvmlite.ir as ir
@@ -37,6 +36,10 @@ from frame_mlir.backend.llvm.jit import (
 from frame_mlir.backend.llvm.split import (
     CANONICAL_PREFIX,
     MICRO_KERNEL_PREFIX,
+    ROLE_GEMM,
+    ROLE_KERNEL,
+    ROLE_MICRO,
+    Unit,
     UnsplittableModule,
     split_module,
 )
@@ -175,19 +178,49 @@ def test_functions_calling_each_other_keep_their_names() -> None:
     assert x[0] == 5.0
 
 
-def test_micro_kernels_are_inlined_into_their_callers() -> None:
+def test_micro_kernels_are_units_of_their_own_that_gemm_drivers_call() -> None:
     split = split_module(_micro_module(), public={"kern"})
+    roles = {u.originals[0]: u.role for u in split.units}
+    micro = f"{MICRO_KERNEL_PREFIX}test_f32x16"
+    assert roles == {micro: ROLE_MICRO, "kern": ROLE_GEMM}
     (kern,) = [u for u in split.units if u.symbol == "kern"]
-    assert "define available_externally void" in kern.text
+    assert "available_externally" not in kern.text
+    assert f'declare void @"{split.symbols[micro]}"' in kern.text
     jit = compile_ir(_micro_module(), public={"kern"})
     units = jit.optimized_ir().split(UNIT_MARK)[1:]
     (kern_ir,) = [u for u in units if u.startswith("@kern:")]
     body = kern_ir[kern_ir.index('define void @kern('):]
-    assert "call <16 x float> @llvm.fma.v16f32(" in body  # the FMA landed in @kern
-    assert not re.search(rf"call void @\"?{MICRO_KERNEL_PREFIX}", body), body
+    assert f"call void @{split.symbols[micro]}(" in body  # called: optimized once, alone
     x, y, acc = (np.full(16, v, np.float32) for v in (2.0, 3.0, 1.0))
     jit.get_function("kern")(x.ctypes.data, y.ctypes.data, acc.ctypes.data)
     np.testing.assert_array_equal(acc, np.full(16, 7.0, np.float32))
+
+
+def test_each_role_is_optimized_by_its_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """O2 for GEMM drivers, O3 for micro-kernels and the rest; below opt level 3
+    every unit gets that level's whole pipeline. The role is part of the unit's
+    cache key."""
+    assert jit_mod.unit_pipeline(3, ROLE_MICRO) == jit_mod.UnitPipeline(3, True, True)
+    assert jit_mod.unit_pipeline(3, ROLE_GEMM) == jit_mod.UnitPipeline(2, True, True)
+    assert jit_mod.unit_pipeline(3, ROLE_KERNEL) == jit_mod.UnitPipeline(3, True, True)
+    for role in (ROLE_MICRO, ROLE_GEMM, ROLE_KERNEL):
+        assert jit_mod.unit_pipeline(1, role) == jit_mod.UnitPipeline(1, False, False)
+    seen: dict[str, jit_mod.UnitPipeline | None] = {}
+    real = jit_mod.optimize
+
+    def spy(module, target_machine, opt_level, pipeline=None):  # type: ignore[no-untyped-def]
+        name = next(f.name for f in module.functions if not f.is_declaration)
+        seen[name] = pipeline
+        real(module, target_machine, opt_level, pipeline)
+
+    monkeypatch.setattr(jit_mod, "optimize", spy)
+    split = split_module(_micro_module(), public={"kern"})
+    compile_ir(_micro_module(), public={"kern"}, jobs=1)
+    micro = split.symbols[f"{MICRO_KERNEL_PREFIX}test_f32x16"]
+    assert seen == {micro: jit_mod.UnitPipeline(3, True, True),
+                    "kern": jit_mod.UnitPipeline(2, True, True)}
+    a, b = (Unit("f", "text", ("f",), role) for role in (ROLE_GEMM, ROLE_KERNEL))
+    assert jit_mod._unit_key(a, 3)[0] != jit_mod._unit_key(b, 3)[0]
 
 
 @pytest.mark.parametrize("what", ["global", "internal", "metadata", "comdat"])
@@ -213,7 +246,7 @@ def test_what_the_splitter_does_not_know_compiles_whole(what: str) -> None:
 def test_a_unit_llvm_rejects_falls_back_to_the_whole_module(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Should the splitter ever misread a valid module, the module still compiles."""
-    def rejecting(symbol: str, text: str, opt_level: int) -> jit_mod._UnitCode:
+    def rejecting(symbol: str, text: str, opt_level: int, role: str) -> jit_mod._UnitCode:
         raise RuntimeError("LLVM IR parsing error")
 
     monkeypatch.setattr(jit_mod, "_compile_unit", rejecting)
@@ -346,9 +379,9 @@ def _compiled_units(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = jit_mod._compile_unit
 
-    def counting(symbol: str, text: str, opt_level: int) -> jit_mod._UnitCode:
+    def counting(symbol: str, text: str, opt_level: int, role: str) -> jit_mod._UnitCode:
         seen.append(symbol)
-        return real(symbol, text, opt_level)
+        return real(symbol, text, opt_level, role)
 
     monkeypatch.setattr(jit_mod, "_compile_unit", counting)
     return seen
@@ -413,6 +446,6 @@ def test_the_timing_report_shows_the_llvm_work() -> None:
         compile_ir(_scales_module(), public={"run"}, jobs=2)
     report = out.getvalue()
     assert "llvm (2 jobs, 3 units, 0 cached)" in report
-    for name in ("llvm: split", "llvm: parse", "llvm: optimize (O3)", "llvm: machine code",
+    for name in ("llvm: split", "llvm: parse", "llvm: optimize", "llvm: machine code",
                  "llvm: load"):
         assert name in report, report

@@ -9,8 +9,8 @@ argument types are `ctypes.c_void_p`; numpy buffers are passed as `arr.ctypes.da
 
 How a module is compiled (`compile_ir`): `split.py` cuts it into one unit per defined
 function, every function but the `public` ones named by its content, so identical
-kernels are one unit. Each unit is optimized (O3) and turned into an object on its
-own -- on `compile_jobs()` worker threads at once, each with its own LLVM context and
+kernels are one unit. Each unit is optimized by the pipeline its role calls for
+(`unit_pipeline`: O3 for GEMM micro-kernels) and turned into an object on its own -- on `compile_jobs()` worker threads at once, each with its own LLVM context and
 target machine, so an object never depends on the worker count -- and all objects
 are loaded into one MCJIT engine, which links the calls between them. A module the
 splitter does not understand is compiled whole (`compile_whole`), as it always was.
@@ -45,7 +45,15 @@ import llvmlite.binding as llvm
 
 from frame_mlir import timing
 from frame_mlir.backend.llvm.parallel_runtime import provide_runtime
-from frame_mlir.backend.llvm.split import SplitModule, UnsplittableModule, split_module
+from frame_mlir.backend.llvm.split import (
+    ROLE_GEMM,
+    ROLE_KERNEL,
+    ROLE_MICRO,
+    SplitModule,
+    Unit,
+    UnsplittableModule,
+    split_module,
+)
 from frame_mlir.compile_options import ENV_COMPILE_JOBS
 
 if TYPE_CHECKING:
@@ -120,12 +128,53 @@ def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
         cpu=cpu, features=features, opt=opt_level, jit=True)
 
 
-def optimize(module: llvm.ModuleRef, target_machine: llvm.TargetMachine, opt_level: int) -> None:
-    """Run LLVM's default per-module pipeline at `opt_level` with vectorizers enabled."""
-    pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-    pto.loop_vectorization = opt_level >= 2
-    pto.slp_vectorization = opt_level >= 2
-    pto.loop_unrolling = opt_level >= 2
+@dataclass(frozen=True)
+class UnitPipeline:
+    """LLVM's default per-module pipeline at `speed` (0-3), with the loop vectorizer
+    and the loop unroller on or off (the SLP vectorizer runs from level 2)."""
+
+    speed: int
+    vectorize: bool
+    unroll: bool
+
+    @classmethod
+    def default(cls, opt_level: int) -> UnitPipeline:
+        return cls(opt_level, opt_level >= 2, opt_level >= 2)
+
+
+#: The pipeline of each unit role at opt level 3, measured (docs/performance.md,
+#: "Compile time"):
+#: * micro-kernels -- the GEMM inner loops, where the FLOPs are -- get all of O3;
+#: * GEMM drivers (blocking, packing and epilogue loops around micro-kernel calls) get
+#:   O2: O3's extra loop transformations (non-trivial unswitching among them) made
+#:   their many edge-case loops 10x larger and took 3x as long, for no speed measured
+#:   on W2-W4 and ResNet-18;
+#: * every other kernel keeps all of O3. Without the unroller they compiled 20 % faster
+#:   but LeNet trained 16 % and W1 5 % slower: elementwise and convolution loops
+#:   with constant trip counts gain from it.
+UNIT_PIPELINES: dict[str, UnitPipeline] = {
+    ROLE_MICRO: UnitPipeline(3, True, True),
+    ROLE_GEMM: UnitPipeline(2, True, True),
+    ROLE_KERNEL: UnitPipeline(3, True, True),
+}
+
+
+def unit_pipeline(opt_level: int, role: str) -> UnitPipeline:
+    """The pipeline a unit of `role` is optimized by when the module is compiled at
+    `opt_level`: the per-role policy at 3, `opt_level` as it is below."""
+    if opt_level >= 3:
+        return UNIT_PIPELINES[role]
+    return UnitPipeline.default(opt_level)
+
+
+def optimize(module: llvm.ModuleRef, target_machine: llvm.TargetMachine, opt_level: int,
+             pipeline: UnitPipeline | None = None) -> None:
+    """Run LLVM's default per-module pipeline: `pipeline`, or all of `opt_level`'s."""
+    p = pipeline or UnitPipeline.default(opt_level)
+    pto = llvm.create_pipeline_tuning_options(speed_level=p.speed)
+    pto.loop_vectorization = p.vectorize
+    pto.slp_vectorization = p.speed >= 2
+    pto.loop_unrolling = p.unroll
     pass_builder = llvm.create_pass_builder(target_machine, pto)
     pass_builder.getModulePassManager().run(module, pass_builder)
 
@@ -270,7 +319,7 @@ def compile_whole(llvm_ir_text: str, *, opt_level: int = 3) -> JitModule:
     module.triple = target_machine.triple
     module.data_layout = str(target_machine.target_data)
     module.verify()
-    with timing.section("llvm: optimize (O3)"):
+    with timing.section("llvm: optimize"):
         optimize(module, target_machine, opt_level)
     optimized_ir = str(module)
     provide_runtime(_externals(module))  # the thread pool, if the code calls it
@@ -377,7 +426,7 @@ class _UnitCode:
         return self.optimized_ir
 
 
-def _compile_unit(symbol: str, text: str, opt_level: int) -> _UnitCode:
+def _compile_unit(symbol: str, text: str, opt_level: int, role: str) -> _UnitCode:
     """Parse, verify, optimize and emit one unit. Everything LLVM touches here is this
     call's own (context, module, target machine, pass builder): the object depends on
     the text alone, whichever thread runs it and whatever runs beside it."""
@@ -390,7 +439,7 @@ def _compile_unit(symbol: str, text: str, opt_level: int) -> _UnitCode:
     module.verify()
     arity = len(list(module.get_function(symbol).arguments))
     t1 = time.perf_counter()
-    optimize(module, target_machine, opt_level)
+    optimize(module, target_machine, opt_level, unit_pipeline(opt_level, role))
     t2 = time.perf_counter()
     optimized_ir = str(module)
     obj = target_machine.emit_object(module)
@@ -400,17 +449,16 @@ def _compile_unit(symbol: str, text: str, opt_level: int) -> _UnitCode:
     return _UnitCode(symbol, obj, arity, externals, optimized_ir, t1 - t0, t2 - t1, t3 - t2)
 
 
-def _compile_units(todo: Sequence[tuple[str, str]], opt_level: int, jobs: int
-                   ) -> Iterator[_UnitCode]:
-    """Compile (symbol, text) units on up to `jobs` threads, yielding each result on
-    the calling thread as it is done (in completion order)."""
+def _compile_units(todo: Sequence[Unit], opt_level: int, jobs: int) -> Iterator[_UnitCode]:
+    """Compile units on up to `jobs` threads, yielding each result on the calling
+    thread as it is done (in completion order)."""
     if jobs <= 1 or len(todo) <= 1 or not _parallel_llvm():
-        for symbol, text in todo:
-            yield _compile_unit(symbol, text, opt_level)
+        for u in todo:
+            yield _compile_unit(u.symbol, u.text, opt_level, u.role)
         return
     _host_cpu()  # asked here, under the lock, not by the first workers at once
     # Longest first: the big kernels do not end up alone at the end.
-    order = sorted(todo, key=lambda u: -len(u[1]))
+    order = sorted(todo, key=lambda u: -len(u.text))
     pool = ThreadPoolExecutor(max_workers=min(jobs, len(todo)), initializer=_mark_worker,
                               thread_name_prefix="frame-llvm")
     # LLVM, on the worker threads, can leave the process's C locale at "C" (seen on
@@ -419,7 +467,7 @@ def _compile_units(todo: Sequence[tuple[str, str]], opt_level: int, jobs: int
     saved_locale = locale.setlocale(locale.LC_ALL)
     try:
         pending: set[Future[_UnitCode]] = {
-            pool.submit(_compile_unit, symbol, text, opt_level) for symbol, text in order}
+            pool.submit(_compile_unit, u.symbol, u.text, opt_level, u.role) for u in order}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
@@ -533,16 +581,18 @@ def ir_loader(compressed: bytes) -> Callable[[], str]:
 # the split compile
 
 
-def _unit_key(text: str, opt_level: int) -> tuple[str, dict[str, Any]]:
+def _unit_key(unit: Unit, opt_level: int) -> tuple[str, dict[str, Any]]:
     from frame_mlir.backend.llvm.cache import make_key
 
-    return make_key("llvm-unit", {"ir_sha256": hashlib.sha256(text.encode()).hexdigest(),
-                                  "opt_level": opt_level})
+    p = unit_pipeline(opt_level, unit.role)
+    return make_key("llvm-unit", {"ir_sha256": hashlib.sha256(unit.text.encode()).hexdigest(),
+                                  "opt_level": opt_level,
+                                  "pipeline": [p.speed, p.vectorize, p.unroll]})
 
 
-def _cached_unit(cache: CompileCache, symbol: str, text: str, opt_level: int
-                 ) -> _UnitCode | None:
-    key, material = _unit_key(text, opt_level)
+def _cached_unit(cache: CompileCache, unit: Unit, opt_level: int) -> _UnitCode | None:
+    symbol = unit.symbol
+    key, material = _unit_key(unit, opt_level)
     entry = cache.load(key, material)
     if entry is None:
         return None
@@ -558,8 +608,8 @@ def _cached_unit(cache: CompileCache, symbol: str, text: str, opt_level: int
         return None
 
 
-def _store_unit(cache: CompileCache, text: str, opt_level: int, code: _UnitCode) -> None:
-    key, material = _unit_key(text, opt_level)
+def _store_unit(cache: CompileCache, unit: Unit, opt_level: int, code: _UnitCode) -> None:
+    key, material = _unit_key(unit, opt_level)
     cache.store(key, material, {"symbol": code.symbol, "arity": code.arity,
                                 "externals": code.externals},
                 code.object, zlib.compress(code.ir().encode(), 1), evict=False)
@@ -583,16 +633,16 @@ def compile_ir(llvm_ir_text: str, *, opt_level: int = 3,
     except UnsplittableModule:
         return compile_whole(llvm_ir_text, opt_level=opt_level)
     jobs = compile_jobs() if jobs is None else max(1, jobs)
-    texts = {u.symbol: u.text for u in split.units}
+    units = {u.symbol: u for u in split.units}
     codes: dict[str, _UnitCode] = {}
     if cache is not None:
         with timing.section("llvm: cache lookup"):
             for unit in split.units:
-                code = _cached_unit(cache, unit.symbol, unit.text, opt_level)
+                code = _cached_unit(cache, unit, opt_level)
                 if code is not None:
                     codes[unit.symbol] = code
     try:
-        _compile_missing(split, texts, codes, opt_level, jobs, cache)
+        _compile_missing(split, codes, opt_level, jobs, cache)
     except RuntimeError:
         # LLVM rejected a unit (parsing or verifying it). If the module itself is
         # wrong, the whole-module compile says so in its own terms; if the splitter
@@ -609,18 +659,19 @@ def compile_ir(llvm_ir_text: str, *, opt_level: int = 3,
         # (their new objects replace the entries).
         for symbol in cached:
             if cache is not None:
-                cache.discard(_unit_key(texts[symbol], opt_level)[0], str(e))
+                cache.discard(_unit_key(units[symbol], opt_level)[0], str(e))
             del codes[symbol]
-        _compile_missing(split, texts, codes, opt_level, jobs, cache)
+        _compile_missing(split, codes, opt_level, jobs, cache)
         with timing.section("llvm: load"):
             return _link(split, codes, opt_level)
 
 
-def _compile_missing(split: SplitModule, texts: dict[str, str], codes: dict[str, _UnitCode],
-                     opt_level: int, jobs: int, cache: CompileCache | None) -> None:
+def _compile_missing(split: SplitModule, codes: dict[str, _UnitCode], opt_level: int,
+                     jobs: int, cache: CompileCache | None) -> None:
     """Compile the units `codes` lacks (storing each in `cache`), recording the
     workers' time and the progress."""
-    todo = [(u.symbol, u.text) for u in split.units if u.symbol not in codes]
+    todo = [u for u in split.units if u.symbol not in codes]
+    units = {u.symbol: u for u in todo}
     jobs = min(jobs, max(1, len(todo)))
     label = (f"llvm ({jobs} job{'s' if jobs > 1 else ''}, {len(split.units)} units, "
              f"{len(split.units) - len(todo)} cached)")
@@ -629,11 +680,11 @@ def _compile_missing(split: SplitModule, texts: dict[str, str], codes: dict[str,
         for code in _compile_units(todo, opt_level, jobs):
             codes[code.symbol] = code
             timing.add("llvm: parse", code.parse_s)
-            timing.add("llvm: optimize (O3)", code.optimize_s)
+            timing.add("llvm: optimize", code.optimize_s)
             timing.add("llvm: machine code", code.codegen_s)
             timing.count_kernel()
             if cache is not None:
-                _store_unit(cache, texts[code.symbol], opt_level, code)
+                _store_unit(cache, units[code.symbol], opt_level, code)
         if cache is not None and todo:
             cache.evict()
 

@@ -17,11 +17,14 @@ ReLU in two models -- are one unit, compiled once, and the per-kernel cache entr
 model stored is a hit for the next. `SplitModule.symbols` maps every original name to
 the symbol that implements it.
 
-GEMM micro-kernels (`MICRO_KERNEL_PREFIX`) are the inner loops of the kernels that call
-them: in the whole-module compile O3 inlined them into their callers, and it still
-must. Every unit calling one also gets a copy of its definition as
-`available_externally` (LLVM may inline it, then drops it; a call it keeps goes to the
-micro-kernel's own unit).
+Each unit has a role (`Unit.role`), which picks its LLVM pipeline (`jit.unit_pipeline`):
+a GEMM micro-kernel (`MICRO_KERNEL_PREFIX`, `ROLE_MICRO`), a GEMM driver -- the blocking,
+packing and epilogue loops around micro-kernel calls (`ROLE_GEMM`) -- or any other
+function (`ROLE_KERNEL`). Micro-kernels are their own units and are called, not
+inlined: each is optimized once per model (and once per cache), not once per GEMM
+that uses it. A call per MR x NR tile and k block costs nothing beside the tile's
+MR*NR*kc FMAs, and W1-W4 train as fast as with the micro-kernels inlined (measured:
+docs/performance.md, "Compile time").
 
 The splitter reads llvmlite's printing: top-level lines are the header, `declare`
 lines and `define ... {` ... `}` blocks. Anything it does not understand -- global
@@ -41,6 +44,11 @@ from dataclasses import dataclass
 #: Written out here rather than imported: the pass module pulls in xDSL, which a warm
 #: start (loading objects from the cache) never imports.
 MICRO_KERNEL_PREFIX = "frame_gemm_micro_"
+
+#: Unit roles (`Unit.role`): a GEMM micro-kernel, a function calling one, anything else.
+ROLE_MICRO = "micro"
+ROLE_GEMM = "gemm"
+ROLE_KERNEL = "kernel"
 
 #: Prefix of the content-derived names of non-public functions.
 CANONICAL_PREFIX = "fk_"
@@ -84,6 +92,7 @@ class Unit:
     symbol: str  # the function it defines: its public or its canonical name
     text: str  # the module's LLVM IR text
     originals: tuple[str, ...]  # the input's functions it implements, in module order
+    role: str = "kernel"  # ROLE_MICRO, ROLE_GEMM or ROLE_KERNEL (module docstring)
 
 
 @dataclass(frozen=True)
@@ -230,7 +239,6 @@ def split_module(text: str, public: Collection[str] | None = None) -> SplitModul
             raise UnsplittableModule(f"@{f.name} references @{unknown[0]}, which the "
                                      "module neither defines nor declares")
 
-    copies = {f.name: _micro_kernels_called(f, by_name) for f in functions}
     keep = set(by_name) if public is None else set(public) & set(by_name)
     symbols: dict[str, str] = {n: n for n in keep}
     # Canonical names callees first. Functions calling each other in a cycle (none of
@@ -238,12 +246,14 @@ def split_module(text: str, public: Collection[str] | None = None) -> SplitModul
     pending = [f for f in functions if f.name not in symbols]
     while pending:
         ready = [f for f in pending
-                 if all(r in symbols for r in _named_in_unit(f, copies[f.name], by_name))]
+                 if all(r in symbols for r in f.refs if r in by_name)]
         if not ready:
             symbols.update((f.name, f.name) for f in pending)
             break
         for f in ready:
-            draft = _unit_text(f, _SELF, header, declares, by_name, symbols, copies[f.name])
+            # The role is part of the content: it changes how the unit is compiled.
+            draft = f"; {_role(f)}\n" + _unit_text(f, _SELF, header, declares, by_name,
+                                                    symbols)
             digest = hashlib.sha256(draft.encode()).hexdigest()[:_HASH_DIGITS]
             symbols[f.name] = f"{CANONICAL_PREFIX}{digest}"
         named = {f.name for f in ready}
@@ -255,50 +265,28 @@ def split_module(text: str, public: Collection[str] | None = None) -> SplitModul
         unit = units.get(symbol)
         if unit is None:
             units[symbol] = Unit(symbol, _unit_text(f, symbol, header, declares, by_name,
-                                                    symbols, copies[f.name]), (f.name,))
+                                                    symbols), (f.name,), _role(f))
         else:  # the same content as a function before it: compiled once
             units[symbol] = Unit(symbol, unit.text, (*unit.originals, f.name))
     return SplitModule(tuple(units.values()), symbols)
 
 
-def _micro_kernels_called(f: _Function, by_name: dict[str, _Function]) -> list[_Function]:
-    """The micro-kernels `f` references, and those they reference: the
-    available_externally copies of `f`'s unit."""
-    out: dict[str, _Function] = {}
-    todo = list(f.refs)
-    while todo:
-        name = todo.pop()
-        if name in out or name == f.name or name not in by_name \
-                or not name.startswith(MICRO_KERNEL_PREFIX):
-            continue
-        out[name] = by_name[name]
-        todo += by_name[name].refs
-    return list(out.values())
-
-
-def _named_in_unit(f: _Function, copies: list[_Function],
-                   by_name: dict[str, _Function]) -> set[str]:
-    """The defined functions whose symbols `f`'s unit text spells: the ones it and its
-    copies reference, and the copies themselves (not `f`)."""
-    names = set(f.refs)
-    for g in copies:
-        names |= {*g.refs, g.name}
-    names.discard(f.name)
-    return {n for n in names if n in by_name}
+def _role(f: _Function) -> str:
+    if f.name.startswith(MICRO_KERNEL_PREFIX):
+        return ROLE_MICRO
+    if any(r.startswith(MICRO_KERNEL_PREFIX) for r in f.refs):
+        return ROLE_GEMM
+    return ROLE_KERNEL
 
 
 def _unit_text(f: _Function, self_symbol: str, header: list[str],
                declares: dict[str, str], by_name: dict[str, _Function],
-               symbols: dict[str, str], copies: list[_Function]) -> str:
+               symbols: dict[str, str]) -> str:
     """The module of `f`'s unit, `f` named `self_symbol`, every other function by its
-    symbol. Declarations and copies are sorted by name: the text (hence the canonical
-    name and the cache key) depends only on what the unit holds."""
+    symbol. Declarations are sorted by name: the text (hence the canonical name and the
+    cache key) depends only on what the unit holds."""
     names = {**symbols, f.name: self_symbol}
-    copied = {g.name for g in copies}
-    referenced = set(f.refs)
-    for g in copies:
-        referenced |= set(g.refs)
-    referenced -= copied | {f.name}
+    referenced = set(f.refs) - {f.name}
     decls: dict[str, str] = {}
     for r in referenced:
         if r in by_name:
@@ -307,10 +295,6 @@ def _unit_text(f: _Function, self_symbol: str, header: list[str],
             decls[r] = declares[r]  # the runtime's or an intrinsic: its own name
     parts = list(header)
     parts += [decls[n] for n in sorted(decls)]
-    for g in sorted(copies, key=lambda g: names[g.name]):
-        head = _rename(g.header, names)
-        parts.append("define available_externally" + head[len("define"):])
-        parts.append(_rename(g.body, names))
     parts.append(_rename(f.header, names))
     parts.append(_rename(f.body, names))
     return "\n".join(parts) + "\n"
