@@ -14,6 +14,16 @@ ENV_VERIFY_EACH = "FRAME_VERIFY_EACH"
 #: Units the LLVM backend compiles at once (a positive integer; default: the cores
 #: available). `--compile-jobs N` on the tools; see `backend/llvm/jit.py`.
 ENV_COMPILE_JOBS = "FRAME_COMPILE_JOBS"
+#: Profile the generated kernels (any value but empty or 0): what `profile=None`
+#: resolves to. `--profile` on frame-run; see `frame_mlir/runtime/profile.py`.
+ENV_PROFILE = "FRAME_PROFILE"
+
+
+def env_flag(name: str) -> bool:
+    """Whether the environment variable `name` is set to anything but empty or 0."""
+    import os
+
+    return os.environ.get(name, "").strip() not in ("", "0")
 
 
 @dataclass(frozen=True)
@@ -47,13 +57,19 @@ class CompileOptions:
     # step around the gradient allreduce (frame-dp-split) instead of fusing SGD into
     # it (frame-sgd-fuse). None: one fused train step.
     data_parallel: int | None = None
+    # Time every kernel call of the model functions (frame-profile-kernels; the
+    # counters are read by `frame_mlir.runtime.profile`). None: `FRAME_PROFILE`.
+    profile: bool | None = None
 
     def resolved(self) -> CompileOptions:
-        """These options with the host's defaults filled in where they are None (what a
-        compile uses, so what a cache must key on). ValueError for a bad
-        `FRAME_NUM_THREADS`."""
-        if self.threads is not None:
-            return self
+        """These options with the host's and the environment's defaults filled in where
+        they are None (what a compile uses, so what a cache must key on). ValueError
+        for a bad `FRAME_NUM_THREADS`."""
+        out = self
+        if out.profile is None:
+            out = replace(out, profile=env_flag(ENV_PROFILE))
+        if out.threads is not None:
+            return out
         from frame_mlir.backend.host import default_threads
 
-        return replace(self, threads=default_threads())
+        return replace(out, threads=default_threads())

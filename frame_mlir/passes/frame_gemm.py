@@ -100,6 +100,7 @@ from xdsl.utils.exceptions import PassFailedException
 from frame_mlir.passes.common import arena_arg_index, collapse_shape
 from frame_mlir.passes.frame_bufferize import ALIGN
 from frame_mlir.passes.frame_parallelize import PARALLEL_ATTR
+from frame_mlir.passes.frame_profile_kernels import erase_call, is_profile_call
 from frame_mlir.passes.llvm_common import static_strides
 
 Index = int | SSAValue
@@ -1395,7 +1396,7 @@ def _zero_fills_before(module: builtin.ModuleOp, c_index: dict[str, int | None]
                 continue
             index = c_index[name]
             prev = call.prev_op
-            while isinstance(prev, arith.ConstantOp | memref.ViewOp):
+            while isinstance(prev, arith.ConstantOp | memref.ViewOp) or is_profile_call(prev):
                 prev = prev.prev_op
             fill = kernels.get(prev.callee.root_reference.data) \
                 if isinstance(prev, func.CallOp) else None
@@ -1496,8 +1497,7 @@ class FrameGemm(ModulePass):
             # The loops are its own now: the generic's iterator summary no longer applies.
             fn.attributes.pop("frame.parallel_dims", None)
             for fill_call in fills.get(name, []):
-                fill_call.detach()
-                fill_call.erase()
+                erase_call(fill_call)
         first = next((f for f in op.ops if isinstance(f, func.FuncOp)), None)
         for micro in micros.values():
             if first is None:

@@ -66,6 +66,7 @@ from frame_mlir.passes.frame_gemm import FrameGemm
 from frame_mlir.passes.frame_lower_scan import FrameLowerScan
 from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
 from frame_mlir.passes.frame_parallelize import FrameParallelize
+from frame_mlir.passes.frame_profile_kernels import FrameProfileKernels
 from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
 from frame_mlir.passes.frame_shape_inference import FrameShapeInference
 from frame_mlir.passes.frame_tile_matmul import FrameTileMatmul
@@ -147,6 +148,9 @@ def stages(lr: float | None, options: CompileOptions | None = None) -> list[Stag
         Stage("loops", (FrameOutlineKernels(),
                         *((FrameFuseGemmEpilogue(min_flops=_gemm_min_flops(options)),)
                           if options.fuse_epilogue else ()),
+                        # the kernel calls as they stay, their contractions still
+                        # linalg ops (flops)
+                        *((FrameProfileKernels(),) if options.profile else ()),
                         gemm_pass(options), FrameTileMatmul(),
                         # after the passes that grow arenas (frame-gemm's scratch)
                         FrameLowerScan(),

@@ -41,6 +41,7 @@ from frame_mlir.passes.frame_gpu_map import FrameGpuMap
 from frame_mlir.passes.frame_lower_scan import FrameLowerScan
 from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
 from frame_mlir.passes.frame_parallelize import FrameParallelize
+from frame_mlir.passes.frame_profile_kernels import FrameProfileKernels
 from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
 from frame_mlir.passes.frame_shape_inference import FrameShapeInference
 from frame_mlir.passes.frame_tile_matmul import FrameTileMatmul
@@ -60,6 +61,7 @@ ALL_PASSES: list[type[ModulePass]] = [
     FrameBufferize,
     FrameOutlineKernels,
     FrameFuseGemmEpilogue,
+    FrameProfileKernels,
     FrameGemm,
     FrameTileMatmul,
     FrameLowerScan,

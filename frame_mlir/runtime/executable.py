@@ -230,6 +230,17 @@ class Executable:
         self.jit = jit
         self._arena: np.ndarray | None = None  # made by the first __call__: a Session
         # brings its own, and an arena can be large
+        #: The profiler's (id, kind, name, layer, flops) records when the code was
+        #: compiled with `CompileOptions(profile=True)` (`frame_mlir.runtime.profile`).
+        self.profile: list[list[Any]] = []
+
+    def set_profile(self, records: list[list[Any]] | list[tuple[Any, ...]]) -> None:
+        """Name this code's profiler counters (see `frame_mlir.runtime.profile`)."""
+        self.profile = [list(r) for r in records]
+        if self.profile:
+            from frame_mlir.runtime.profile import register
+
+            register(self.profile)
 
     @classmethod
     def from_jit(cls, jit: JitModule, sigs: dict[str, FunctionSignature],
@@ -250,13 +261,19 @@ class Executable:
         sigs = {n: FunctionSignature.from_json(s) for n, s in meta["signatures"].items()}
         jit = load_object(entry.obj, meta["functions"], opt_level=opt_level,
                           externals=meta["externals"], optimized_ir=ir_loader(entry.extra))
-        return cls.from_jit(jit, sigs)
+        ex = cls.from_jit(jit, sigs)
+        ex.set_profile(meta.get("profile", []))
+        return ex
 
     def cache_meta(self) -> dict[str, Any]:
         """What `from_cache_entry` needs besides the object: the signatures, the
         functions' parameter counts and the external symbols the code calls."""
-        return {"signatures": {n: s.to_json() for n, s in self.signatures.items()},
-                "functions": self.jit.function_arity(), "externals": list(self.jit.externals)}
+        meta: dict[str, Any] = {
+            "signatures": {n: s.to_json() for n, s in self.signatures.items()},
+            "functions": self.jit.function_arity(), "externals": list(self.jit.externals)}
+        if self.profile:
+            meta["profile"] = self.profile
+        return meta
 
     @property
     def arena(self) -> np.ndarray:
@@ -349,14 +366,19 @@ def compile_module(module: ModuleOp, *, lr: float | None = None, opt_level: int 
             if cached is not None:
                 return cached
         sigs: dict[str, FunctionSignature] = {}
+        profiled: list[tuple[Any, ...]] = []
 
         def after_stage(stage: str, m: ModuleOp) -> None:
             if stage == "loops":  # after `loops`: kernels may add scratch to the arena
                 sigs.update(signatures(m))
+                from frame_mlir.passes.frame_profile_kernels import profile_records
+
+                profiled.extend(profile_records(m))
 
         run_pipeline(module, lr, after_pass=after_pass, options=options,
                      after_stage=after_stage)
         ex = Executable(module, sigs, opt_level=opt_level, cache=cache)
+        ex.set_profile(profiled)
         if cache is not None and key is not None and ex.jit.object_code is not None:
             from frame_mlir.backend.llvm.jit import compressed_ir
 

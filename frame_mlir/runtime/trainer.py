@@ -78,8 +78,11 @@ def spec_cache_material(spec: ModelSpec, opt_level: int,
         doc["training"].pop(run_time_only)
     if options is None:
         from frame_mlir.backend.host import default_threads
+        from frame_mlir.compile_options import ENV_PROFILE, env_flag
 
         opts: Any = {"default": True, "threads": default_threads()}
+        if env_flag(ENV_PROFILE):  # what `CompileOptions()` resolves to
+            opts["profile"] = True
     else:
         opts = _plain(options.resolved())  # what the compile uses: threads filled in
     return {"spec": doc, "opt_level": opt_level, "options": opts}

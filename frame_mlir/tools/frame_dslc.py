@@ -61,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             build_parser().error("--out applies to --emit only")
         if args.no_cache and not args.run:
             build_parser().error("--no-cache applies to --run only")
+        if args.profile and not args.run:
+            build_parser().error("--profile applies to --run only (the emitted program "
+                                 "is not profiled)")
         if args.threads is not None and args.check:
             build_parser().error("--threads applies to --run and --emit only")
         if args.emit and args.out == "-":

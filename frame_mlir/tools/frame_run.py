@@ -120,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("--checkpoint-every and --resume apply to --target cpu")
         # first, so that a failure from here on names its rank and ends the whole job
         job = start_job(args, "frame-run")
+        if args.profile and args.target != "cpu":
+            parser.error("--profile applies to --target cpu (the JIT's kernels)")
         if args.cuda_arch is not None and args.target == "cpu":
             parser.error("--cuda-arch applies to --target cuda")
         args.cuda_arch = args.cuda_arch or "sm_80"

@@ -83,7 +83,13 @@ def lower_to_loops(spec: ModelSpec, options: CompileOptions | None = None) -> Lo
     """Run the shared pipeline up to `loops` and read the functions' signatures there,
     as the JIT does: kernels of that stage (frame-gemm) may add scratch to the arena.
     `options.threads` is baked into the program (default: the host's, as for the JIT)."""
+    from dataclasses import replace
+
+    from frame_mlir.compile_options import CompileOptions
+
     lowered = lower_spec(spec)
+    # The program has no profiler runtime to call (FRAME_PROFILE is the JIT's).
+    options = replace(options or CompileOptions(), profile=False)
     run_pipeline(lowered.module, spec.optimizer.learning_rate, stop_after="loops",
                  options=options)
     return LoopsModule(lowered.module, signatures(lowered.module), lowered)

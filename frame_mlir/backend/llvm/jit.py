@@ -45,6 +45,7 @@ import llvmlite.binding as llvm
 
 from frame_mlir import timing
 from frame_mlir.backend.llvm.parallel_runtime import provide_runtime
+from frame_mlir.backend.llvm.profile_runtime import EXPORTS as PROFILE_EXPORTS
 from frame_mlir.backend.llvm.split import (
     ROLE_GEMM,
     ROLE_KERNEL,
@@ -298,6 +299,59 @@ def _new_engine(module: llvm.ModuleRef, target_machine: llvm.TargetMachine
 _process = ctypes.CDLL(None)
 
 
+#: Write the JIT's symbol map for `perf` (any value but empty or 0): see write_perf_map.
+ENV_PERF_MAP = "FRAME_PERF_MAP"
+
+
+def perf_map_enabled() -> bool:
+    return os.environ.get(ENV_PERF_MAP, "").strip() not in ("", "0")
+
+
+def perf_map_path() -> str:
+    """Where `perf report` looks for this process's JIT symbols."""
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"perf-{os.getpid()}.map")
+
+
+def write_perf_map(engine: llvm.ExecutionEngine, names: dict[str, str],
+                   objects: Sequence[bytes]) -> None:
+    """Append `START SIZE name` lines (hex, perf's JIT map format) for the functions
+    `names` (symbol -> what to call it: the model's own names, the kernel symbols of a
+    split compile with the functions they implement) now loaded in `engine`, so `perf
+    record` / `perf report` name every generated kernel. A function's size is the
+    distance to the next one loaded (the last: the largest code section)."""
+    starts = sorted((a, n) for s, n in names.items() if (a := engine.get_function_address(s)))
+    if not starts:
+        return
+    text_max = 0
+    for obj in objects:
+        try:
+            for section in llvm.ObjectFileRef.from_data(obj).sections():
+                if section.is_text():
+                    text_max = max(text_max, section.size())
+        except (RuntimeError, OSError):
+            continue
+    lines = []
+    for i, (start, name) in enumerate(starts):
+        size = starts[i + 1][0] - start if i + 1 < len(starts) else text_max
+        if i + 1 < len(starts) and size > max(text_max, 1):
+            size = text_max  # the next one lies in another block of memory
+        lines.append(f"{start:x} {max(size, 1):x} {name}\n")
+    with open(perf_map_path(), "a", encoding="utf-8") as f:
+        f.write("".join(lines))
+
+
+def _provide_runtimes(externals: Sequence[str]) -> None:
+    """Compile and register what the code calls of our runtimes (the thread pool, the
+    profiler's counters) before an engine resolves its symbols."""
+    provide_runtime(externals)
+    if any(e in PROFILE_EXPORTS for e in externals):
+        from frame_mlir.backend.llvm.profile_runtime import ensure_profile_runtime
+
+        ensure_profile_runtime()
+
+
 def _resolvable(symbol: str) -> bool:
     """Whether MCJIT can resolve `symbol`: registered with `llvm.add_symbol`, or
     exported by the process and the libraries it loaded."""
@@ -322,7 +376,7 @@ def compile_whole(llvm_ir_text: str, *, opt_level: int = 3) -> JitModule:
     with timing.section("llvm: optimize"):
         optimize(module, target_machine, opt_level)
     optimized_ir = str(module)
-    provide_runtime(_externals(module))  # the thread pool, if the code calls it
+    _provide_runtimes(_externals(module))
     engine = _new_engine(module, target_machine)
     objects: list[bytes] = []
     # MCJIT hands every object it generates to the cache hook: keep a copy.
@@ -333,6 +387,8 @@ def compile_whole(llvm_ir_text: str, *, opt_level: int = 3) -> JitModule:
     local = (llvm.Linkage.internal, llvm.Linkage.private)
     functions = {f.name: len(list(f.arguments)) for f in module.functions
                  if not f.is_declaration and f.linkage not in local}
+    if perf_map_enabled():
+        write_perf_map(engine, {n: n for n in functions}, objects)
     return JitModule(engine, target_machine, functions, optimized_ir=optimized_ir,
                      object_code=objects[0] if len(objects) == 1 else None,
                      externals=_externals(module), keep_alive=module)
@@ -528,7 +584,7 @@ def _load(objects: Sequence[bytes], functions: dict[str, int], symbols: dict[str
     """Load objects into one MCJIT engine (which links their calls to each other).
     `externals` are checked first, since MCJIT aborts the process on a symbol it
     cannot resolve. Raises JitModuleError if the objects cannot be used."""
-    provide_runtime(externals)  # the thread pool, if the code calls it
+    _provide_runtimes(externals)
     missing = [s for s in externals if not _resolvable(s)]
     if missing:
         raise JitModuleError(f"unresolved symbols {', '.join(missing)}")
@@ -546,6 +602,11 @@ def _load(objects: Sequence[bytes], functions: dict[str, int], symbols: dict[str
     missing = [n for n in functions if not engine.get_function_address(symbols.get(n, n))]
     if missing:
         raise JitModuleError(f"the object does not define {', '.join(missing)}")
+    if perf_map_enabled():
+        names: dict[str, str] = {}  # symbol -> the functions it implements
+        for original, symbol in {**{n: n for n in functions}, **symbols}.items():
+            names[symbol] = f"{names[symbol]},{original}" if symbol in names else original
+        write_perf_map(engine, names, objects)
     return JitModule(engine, target_machine, functions, optimized_ir=optimized_ir,
                      object_code=object_code, externals=externals, keep_alive=module,
                      symbols={n: s for n, s in symbols.items() if n != s})
