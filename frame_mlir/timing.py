@@ -30,7 +30,6 @@ they decide what to import.
 from __future__ import annotations
 
 import gc
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -47,7 +46,9 @@ PROGRESS_AFTER_S = 1.0
 
 def timing_from_env() -> bool:
     """Whether `$FRAME_TIMING` asks for the report (any value but empty or 0)."""
-    return os.environ.get(ENV_TIMING, "").strip() not in ("", "0")
+    from frame_mlir.compile_options import env_flag
+
+    return env_flag(ENV_TIMING)
 
 
 class _Node:

@@ -22,7 +22,6 @@ tests); either way a verifier failure names the pass that broke the IR.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -50,7 +49,7 @@ from xdsl.transforms.lower_affine import LowerAffinePass
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException
 
 from frame_mlir import timing
-from frame_mlir.compile_options import ENV_VERIFY_EACH, CompileOptions
+from frame_mlir.compile_options import ENV_VERIFY_EACH, CompileOptions, env_flag
 from frame_mlir.dialects.frame import Frame
 from frame_mlir.dialects.frame_rt import FrameRt
 from frame_mlir.passes.arith_expand import ArithExpand
@@ -180,7 +179,7 @@ def verify_each_from_env() -> bool:
     """Whether `$FRAME_VERIFY_EACH` asks for verification after every pass (any value
     but empty or 0). The default for every compile but frame-opt's, which verifies
     after each pass unless told `--verify-each=0`, as mlir-opt does."""
-    return os.environ.get(ENV_VERIFY_EACH, "").strip() not in ("", "0")
+    return env_flag(ENV_VERIFY_EACH)
 
 
 def _apply(ctx: Context, module: ModuleOp, p: ModulePass, verify: bool) -> None:

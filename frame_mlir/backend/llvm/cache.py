@@ -87,7 +87,9 @@ def canonical_json(value: Any) -> str:
 
 def cache_disabled() -> bool:
     """Whether `$FRAME_NO_CACHE` turns the cache off (any value but empty or 0)."""
-    return os.environ.get(ENV_DISABLE, "").strip() not in ("", "0")
+    from frame_mlir.compile_options import env_flag
+
+    return env_flag(ENV_DISABLE)
 
 
 def default_directory() -> Path:

@@ -55,7 +55,7 @@ from frame_mlir.backend.llvm.split import (
     UnsplittableModule,
     split_module,
 )
-from frame_mlir.compile_options import ENV_COMPILE_JOBS
+from frame_mlir.compile_options import ENV_COMPILE_JOBS, env_flag
 
 if TYPE_CHECKING:
     from frame_mlir.backend.llvm.cache import CompileCache
@@ -304,7 +304,7 @@ ENV_PERF_MAP = "FRAME_PERF_MAP"
 
 
 def perf_map_enabled() -> bool:
-    return os.environ.get(ENV_PERF_MAP, "").strip() not in ("", "0")
+    return env_flag(ENV_PERF_MAP)
 
 
 def perf_map_path() -> str:
@@ -340,6 +340,27 @@ def write_perf_map(engine: llvm.ExecutionEngine, names: dict[str, str],
         lines.append(f"{start:x} {max(size, 1):x} {name}\n")
     with open(perf_map_path(), "a", encoding="utf-8") as f:
         f.write("".join(lines))
+
+
+def load_runtime(ir_text: str, exports: Sequence[str]) -> dict[str, int]:
+    """Compile one of our hand-written runtime modules (O2, host CPU), keep its code for
+    the life of the process (generated code may call it until the very end, even while
+    the interpreter shuts down), and register `exports` with `llvm.add_symbol` so every
+    later JIT module resolves them; their addresses."""
+    _ensure_initialized()
+    machine = host_target_machine(2)
+    module = llvm.parse_assembly(ir_text)
+    module.triple = machine.triple
+    module.data_layout = str(machine.target_data)
+    module.verify()
+    optimize(module, machine, 2)
+    engine = llvm.create_mcjit_compiler(module, machine)
+    engine.finalize_object()
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(engine))  # never freed
+    addresses = {name: engine.get_function_address(name) for name in exports}
+    for name, address in addresses.items():
+        llvm.add_symbol(name, address)
+    return addresses
 
 
 def _provide_runtimes(externals: Sequence[str]) -> None:

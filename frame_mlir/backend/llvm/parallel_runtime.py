@@ -49,8 +49,6 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import llvmlite.binding as llvm
-
 MAX_CHUNKS = 256
 """Most chunks (so most threads) one dispatch uses; more threads run with this many."""
 
@@ -358,22 +356,10 @@ def ensure_runtime() -> Runtime:
     with _lock:
         if _runtime is not None:
             return _runtime
-        from frame_mlir.backend.llvm.jit import host_target_machine, optimize
+        from frame_mlir.backend.llvm.jit import load_runtime
 
-        machine = host_target_machine(2)
-        module = llvm.parse_assembly(runtime_ir())
-        module.triple = machine.triple
-        module.data_layout = str(machine.target_data)
-        module.verify()
-        optimize(module, machine, 2)
-        engine = llvm.create_mcjit_compiler(module, machine)
-        engine.finalize_object()
-        # Workers run this code until the process ends, even while the interpreter
-        # shuts down: the engine (which owns the code) must never be freed.
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(engine))
-        addresses = {name: engine.get_function_address(name) for name in EXPORTS}
-        for name, address in addresses.items():
-            llvm.add_symbol(name, address)
+        # Workers run this code until the process ends: load_runtime never frees it.
+        addresses = load_runtime(runtime_ir(), EXPORTS)
         _runtime = Runtime(
             parallel_for=ctypes.CFUNCTYPE(None, TaskFn, ctypes.c_void_p, ctypes.c_int64,
                                           ctypes.c_int64, ctypes.c_int64)(

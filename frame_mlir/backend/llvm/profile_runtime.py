@@ -27,8 +27,6 @@ import ctypes
 import threading
 from dataclasses import dataclass
 
-import llvmlite.binding as llvm
-
 SLOTS = 4096
 """Entries in the counter table (a power of two)."""
 
@@ -168,22 +166,9 @@ def ensure_profile_runtime() -> ProfileRuntime:
     with _lock:
         if _runtime is not None:
             return _runtime
-        from frame_mlir.backend.llvm.jit import _ensure_initialized, host_target_machine, optimize
+        from frame_mlir.backend.llvm.jit import load_runtime
 
-        _ensure_initialized()
-        machine = host_target_machine(2)
-        module = llvm.parse_assembly(profile_ir())
-        module.triple = machine.triple
-        module.data_layout = str(machine.target_data)
-        module.verify()
-        optimize(module, machine, 2)
-        engine = llvm.create_mcjit_compiler(module, machine)
-        engine.finalize_object()
-        # Generated code keeps calling it until the process ends: never freed.
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(engine))
-        addresses = {name: engine.get_function_address(name) for name in EXPORTS}
-        for name, address in addresses.items():
-            llvm.add_symbol(name, address)
+        addresses = load_runtime(profile_ir(), EXPORTS)
         table = ctypes.CFUNCTYPE(ctypes.c_void_p)(addresses["frame_rt_prof_table"])()
         dropped = ctypes.CFUNCTYPE(ctypes.c_void_p)(addresses["frame_rt_prof_dropped"])()
         assert table and dropped

@@ -92,7 +92,7 @@ class Unit:
     symbol: str  # the function it defines: its public or its canonical name
     text: str  # the module's LLVM IR text
     originals: tuple[str, ...]  # the input's functions it implements, in module order
-    role: str = "kernel"  # ROLE_MICRO, ROLE_GEMM or ROLE_KERNEL (module docstring)
+    role: str = ROLE_KERNEL  # or ROLE_MICRO, ROLE_GEMM (module docstring)
 
 
 @dataclass(frozen=True)
