@@ -39,7 +39,15 @@ from xdsl.utils.exceptions import VerifyException
 from frame_mlir.dialects import frame as _frame
 from frame_mlir.dialects.frame import AnyF32Tensor, FrameOp, Shape, ShapeError, _fmt
 from frame_mlir.passes.common import fail
-from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map, row_reduce
+from frame_mlir.passes.linalg_utils import (
+    PAR,
+    RED,
+    add_combine,
+    dims_map,
+    identity_map,
+    lane_reduce,
+    lane_reduce_multi,
+)
 from frame_mlir.passes.linalg_utils import f32_const as _c
 
 
@@ -438,11 +446,17 @@ def _bin(b: Builder, cls: type[Operation], x: SSAValue, y: SSAValue) -> SSAValue
 
 
 def _row_stats(lw: Any, x: SSAValue, eps: float) -> tuple[SSAValue, SSAValue]:
-    """Per-row mean and rstd = 1 / sqrt(var + eps), f32 tensors of x's leading shape."""
+    """Per-row mean and rstd = 1 / sqrt(var + eps), f32 tensors of x's leading shape:
+    computed once per (x, eps) in a block, where the layer norm and its gradients read
+    them."""
+    return lw.reuse(("layer_norm_stats", x, eps), lambda: _row_stats_passes(lw, x, eps))
+
+
+def _row_stats_passes(lw: Any, x: SSAValue, eps: float) -> tuple[SSAValue, SSAValue]:
     shape = list(_frame.static_shape(x) or ())
     rank, d = len(shape), shape[-1]
     row_type = _frame.tensor_type(shape[:-1])
-    total = row_reduce(lw, [x], rank - 1, 0.0, lambda b, a: _bin(b, arith.AddfOp, a[1], a[0]))
+    total = lane_reduce(lw, [x], rank - 1, 0.0, add_combine, add_combine)
     n = float(d)
     mean = lw.generic([total], lw.empty(row_type), [identity_map(rank - 1)] * 2,
                       [PAR] * (rank - 1), lambda b, a: _bin(b, arith.DivfOp, a[0], _c(b, n)))
@@ -450,7 +464,7 @@ def _row_stats(lw: Any, x: SSAValue, eps: float) -> tuple[SSAValue, SSAValue]:
     def sq(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
         dev = _bin(b, arith.SubfOp, a[0], a[1])
         return _bin(b, arith.AddfOp, a[2], _bin(b, arith.MulfOp, dev, dev))
-    ss = row_reduce(lw, [x], rank - 1, 0.0, sq, [mean])
+    ss = lane_reduce(lw, [x], rank - 1, 0.0, sq, add_combine, [mean])
 
     def rstd(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
         var = _bin(b, arith.DivfOp, a[0], _c(b, n))
@@ -492,31 +506,24 @@ def _lower_layer_norm_grad(lw: Any, op: Any) -> SSAValue:
     ident, row, last = identity_map(rank), dims_map(rank, range(rank - 1)), \
         dims_map(rank, [rank - 1])
     if op.wrt.value.data == 1:  # dgamma[d] = sum over rows of dy * xhat
-        # Loops (d, rows...): d leads and is parallel, the rows are summed in order.
-        order = [rank - 1, *range(rank - 1)]
-        pos = {dim: i for i, dim in enumerate(order)}
-        perm = dims_map(rank, [pos[k] for k in range(rank)])
-        prow = dims_map(rank, [pos[k] for k in range(rank - 1)])
+        # Loops (rows..., d): every d sums its rows in order, and the contiguous d loop
+        # is innermost, so it runs on vectors (with d leading, each d walked a column).
         acc = lw.filled(_frame.tensor_type([d]), 0.0)
-        dg = lw.generic([x, dy, mean, rstd], acc, [perm, perm, prow, prow, dims_map(rank, [0])],
-                        [PAR] + [RED] * (rank - 1), lambda b, a: _bin(
+        dg = lw.generic([x, dy, mean, rstd], acc, [ident, ident, row, row, last],
+                        [RED] * (rank - 1) + [PAR], lambda b, a: _bin(
                             b, arith.AddfOp, a[4],
                             _bin(b, arith.MulfOp, a[1], _xhat(b, a[0], a[2], a[3]))))
         if dg.type == typ:
             return dg
         return lw.generic([dg], lw.empty(typ), [identity_map(1)] * 2, [PAR], lambda b, a: a[0])
     # dx = rstd / D * (D * g - sum(g) - xhat * sum(g * xhat)), g = dy * gamma
-    row_type = _frame.tensor_type(shape[:-1])
-    its = [PAR] * (rank - 1) + [RED]
-
     def sums(b: Builder, a: Sequence[SSAValue]) -> list[SSAValue]:
         g = _bin(b, arith.MulfOp, a[1], a[2])
         xh = _xhat(b, a[0], a[3], a[4])
         return [_bin(b, arith.AddfOp, a[5], g),
                 _bin(b, arith.AddfOp, a[6], _bin(b, arith.MulfOp, g, xh))]
-    sg, sgx = lw.generic_multi([x, dy, gamma, mean, rstd],
-                               [lw.filled(row_type, 0.0), lw.filled(row_type, 0.0)],
-                               [ident, ident, last, row, row, row, row], its, sums)
+    sg, sgx = lane_reduce_multi(lw, [x, dy], rank - 1, [0.0, 0.0], sums,
+                                [add_combine, add_combine], [mean, rstd], [gamma])
 
     def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
         g = _bin(b, arith.MulfOp, a[1], a[2])

@@ -19,7 +19,14 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, prop_def
 
 from frame_mlir.dialects.frame import BinaryOp, Shape, ShapeError, UnaryOp, same_shape_rule
-from frame_mlir.passes.linalg_utils import PAR, dims_map, identity_map, max_takes, row_reduce
+from frame_mlir.passes.linalg_utils import (
+    PAR,
+    add_combine,
+    dims_map,
+    identity_map,
+    lane_reduce,
+    max_takes,
+)
 
 
 def _axis_rule(op_name: str, shape: Shape, axis: int) -> None:
@@ -143,10 +150,14 @@ def _rowwise(lw: Any, op: Operation, inputs: Sequence[SSAValue], rows: Sequence[
                       [PAR] * rank, body)
 
 
+def _max_body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+    return b.insert(arith.SelectOp(max_takes(b, a[0], a[1]), a[0], a[1])).result
+
+
 def _row_max(lw: Any, x: SSAValue, axis: int) -> SSAValue:
-    return row_reduce(lw, [x], axis, float("-inf"),
-                       lambda b, a: b.insert(arith.SelectOp(max_takes(b, a[0], a[1]), a[0], a[1])
-                                             ).result)
+    # The max of the lanes' maxima is the row's: NaN still wins, and -0.0 / +0.0 ties
+    # change nothing that x - max computes.
+    return lane_reduce(lw, [x], axis, float("-inf"), _max_body, _max_body)
 
 
 def _shifted_exp(b: Builder, x: SSAValue, m: SSAValue) -> SSAValue:
@@ -156,8 +167,8 @@ def _shifted_exp(b: Builder, x: SSAValue, m: SSAValue) -> SSAValue:
 def _lower_softmax(lw: Any, op: Any) -> SSAValue:
     axis, x = op.axis_value(), op.input
     m = _row_max(lw, x, axis)
-    s = row_reduce(lw, [x], axis, 0.0, lambda b, a: b.insert(arith.AddfOp(
-        a[2], _shifted_exp(b, a[0], a[1]))).result, [m])
+    s = lane_reduce(lw, [x], axis, 0.0, lambda b, a: b.insert(arith.AddfOp(
+        a[2], _shifted_exp(b, a[0], a[1]))).result, add_combine, [m])
     if isinstance(op, SoftmaxOp):
         return _rowwise(lw, op, [x], [m, s], axis, lambda b, a: b.insert(arith.DivfOp(
             _shifted_exp(b, a[0], a[1]), a[2])).result)
@@ -170,13 +181,12 @@ def _lower_softmax(lw: Any, op: Any) -> SSAValue:
 def _lower_softmax_grad(lw: Any, op: Any) -> SSAValue:
     axis, y, dy = op.axis_value(), op.lhs, op.rhs
     if isinstance(op, SoftmaxGradOp):  # y * (dy - sum(dy * y))
-        t = row_reduce(lw, [y, dy], axis, 0.0, lambda b, a: b.insert(arith.AddfOp(
-            a[2], b.insert(arith.MulfOp(a[1], a[0])).result)).result)
+        t = lane_reduce(lw, [y, dy], axis, 0.0, lambda b, a: b.insert(arith.AddfOp(
+            a[2], b.insert(arith.MulfOp(a[1], a[0])).result)).result, add_combine)
         return _rowwise(lw, op, [y, dy], [t], axis, lambda b, a: b.insert(arith.MulfOp(
             a[0], b.insert(arith.SubfOp(a[1], a[2])).result)).result)
     # log_softmax: dy - exp(y) * sum(dy)
-    t = row_reduce(lw, [dy], axis, 0.0,
-                    lambda b, a: b.insert(arith.AddfOp(a[1], a[0])).result)
+    t = lane_reduce(lw, [dy], axis, 0.0, add_combine, add_combine)
     return _rowwise(lw, op, [y, dy], [t], axis, lambda b, a: b.insert(arith.SubfOp(
         a[1], b.insert(arith.MulfOp(b.insert(math.ExpOp(a[0])).result, a[2])).result)).result)
 

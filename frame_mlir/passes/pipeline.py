@@ -71,6 +71,7 @@ from frame_mlir.passes.frame_shape_inference import FrameShapeInference
 from frame_mlir.passes.frame_tile_matmul import FrameTileMatmul
 from frame_mlir.passes.frame_train_loop import FrameTrainLoop
 from frame_mlir.passes.lower_to_llvm import LOOPS_TO_LLVM
+from frame_mlir.passes.math_polynomial_approximation import MathPolynomialApproximationPass
 from frame_mlir.passes.stages import STAGE_NAMES
 
 
@@ -156,6 +157,8 @@ def stages(lr: float | None, options: CompileOptions | None = None) -> list[Stag
                         FrameCollapseDims(),
                         ConvertLinalgToLoopsPass(),
                         LowerAffinePass(), ArithExpand(),
+                        # exp as arithmetic, so that its loops vectorize
+                        MathPolynomialApproximationPass(),
                         # bf16 as integer ops on its bits, for both backends alike
                         ArithExpandBf16(),
                         FrameParallelize(threads=options.threads), FrameTrainLoop()),

@@ -47,11 +47,13 @@ from frame_mlir.passes.frame_shape_inference import FrameShapeInference
 from frame_mlir.passes.frame_tile_matmul import FrameTileMatmul
 from frame_mlir.passes.frame_train_loop import FrameTrainLoop
 from frame_mlir.passes.lower_to_llvm import LLVMLegalityCheck
+from frame_mlir.passes.math_polynomial_approximation import MathPolynomialApproximationPass
 from frame_mlir.passes.stages import STAGE_NAMES, pipeline_name
 
 ALL_PASSES: list[type[ModulePass]] = [
     ArithExpand,
     ArithExpandBf16,
+    MathPolynomialApproximationPass,
     FrameShapeInference,
     FrameAutodiff,
     FrameSgdFuse,
