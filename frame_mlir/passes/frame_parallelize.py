@@ -6,12 +6,15 @@ a loop is known to be parallel in one of two ways:
 * a top-level `scf.for` of the kernel carries the unit attribute `frame.parallel`
   (a pass that builds loops itself says so: frame-tile-matmul's rows of C, the
   per-task loop of frame-gemm). The pass that marks a loop has judged it worth
-  splitting: marked loops are split whatever their size; or
+  splitting: marked loops are split whatever their size, over at most
+  `frame.parallel_threads` threads where the loop says so; or
 * the kernel carries `frame.parallel_dims = array<i64: s0, s1, ...>`
   (frame-outline-kernels records it for a linalg op whose leading iterators are
   parallel, see `leading_parallel_dims`) and its body is one loop nest whose
   outermost loops run from 0 to s0, s1, ... step 1: those loops are parallel. They
-  are split only if the nest does at least `min_work` innermost iterations.
+  are split only if the nest does at least `min_work` innermost iterations, and over
+  no more threads than give each one `min_work / 2` of them (`threads_for`): each
+  kernel picks its thread count from its work, a small one runs on one.
 
 Either way the contract is the same: the iterations write disjoint memory and none
 reads what another writes.
@@ -23,8 +26,9 @@ iterations) into a task function
     func.func private @<kernel>__task<N>(<values the loop uses>..., %lo: index, %hi: index)
 
 that runs the iterations `[lo, hi)` exactly as the loop ran them, and replaces the loop
-with `frame_rt.parallel_for @<kernel>__task<N>(...) range(0, <iterations>) threads T`.
-With `threads = 1` the module is left as it is (no task, no pool).
+with `frame_rt.parallel_for @<kernel>__task<N>(...) range(0, <iterations>) threads T`
+(T: the kernel's own thread count, at most `threads`). With `threads = 1` the module is
+left as it is (no task, no pool).
 
 Guarantees: every iteration executes the same ops in the same order as before, and
 the iterations of one chunk run in the original order: no summation order changes, so
@@ -52,6 +56,10 @@ from frame_mlir.passes.common import PROVENANCE_ATTRS, fail
 PARALLEL_ATTR = "frame.parallel"
 """Unit attribute of an `scf.for` whose iterations are independent."""
 
+PARALLEL_THREADS_ATTR = "frame.parallel_threads"
+"""Optional i64 attribute of a `frame.parallel` loop: the most threads its marking pass
+found worth using (frame-gemm: as many as its multiply-adds pay for). Absent: all."""
+
 PARALLEL_DIMS_ATTR = "frame.parallel_dims"
 """Kernel attribute `array<i64: sizes...>`: the outermost loops of its one linalg op
 that are parallel, by their sizes (frame-outline-kernels sets it)."""
@@ -66,6 +74,22 @@ threads, idle 2-core Zen 4): N = 4K 0.24 vs 0.45 us, 8K and 16K even, 32K 1.39 v
 ~0.2 us, so 32K is the first size that gains; every kernel of tiny_mlp is far below
 it, so its step (0.5 us) is unchanged.
 """
+
+
+
+def threads_for(work: int | None, threads: int, min_work: int) -> int:
+    """The threads a nest of `work` innermost iterations runs on, out of `threads`: one
+    below `min_work` (a second thread would not repay its dispatch), else as many as
+    give each thread at least `min_work / 2` iterations -- the share each of 2 threads
+    gets at the threshold. (Only 1 vs 2 threads was measured, on 2-core machines; the
+    rule keeps a thread's share at least what paid there.) Unknown work (a dynamic
+    bound): all of them. `min_work` 0: all of them."""
+    if threads <= 1 or work is None or min_work <= 0:
+        return max(1, threads)
+    if work < min_work:
+        return 1
+    return max(2, min(threads, 2 * work // min_work))
+
 
 CHUNKS_PER_THREAD = 4
 """Loops are collapsed until there are this many iterations per thread (or no more
@@ -216,7 +240,7 @@ class FrameParallelize(ModulePass):
                 continue
             loops = [o for o in fn.body.blocks[0].ops if isinstance(o, scf.ForOp)]
             marked = [lp for lp in loops if PARALLEL_ATTR in lp.attributes]
-            chains: list[list[scf.ForOp]] = []
+            chains: list[tuple[list[scf.ForOp], int]] = []
             for lp in marked:
                 if lp.iter_args:
                     raise fail(self.name, lp, f"a {PARALLEL_ATTR} loop must not carry "
@@ -224,32 +248,41 @@ class FrameParallelize(ModulePass):
                 if _trip_count(lp) is None:
                     raise fail(self.name, lp, f"a {PARALLEL_ATTR} loop needs constant "
                                "bounds and a positive constant step")
-                chains.append([lp])  # the marking pass judged it worth splitting
+                # The marking pass judged it worth splitting, and over how many
+                # threads at most (frame-gemm: as many as its work pays for).
+                cap = lp.attributes.get(PARALLEL_THREADS_ATTR)
+                threads = self.threads
+                if isinstance(cap, IntegerAttr):
+                    threads = max(1, min(threads, cap.value.data))
+                if threads > 1:
+                    chains.append(([lp], threads))
             dims = fn.attributes.get(PARALLEL_DIMS_ATTR)
             if not marked and len(loops) == 1 and isinstance(dims, DenseArrayBase):
                 chain = _collapsible_chain(loops[0], list(dims.iter_values()))
+                work = nest_work(loops[0]) if chain else None
+                threads = threads_for(work, self.threads, self.min_work)
                 # Collapse no more loops than it takes to give every thread
                 # CHUNKS_PER_THREAD iterations: the inner loops keep constant bounds.
                 keep, total = 0, 1
                 for lp in chain:
                     keep += 1
                     total *= _trip_count(lp) or 0
-                    if total >= CHUNKS_PER_THREAD * self.threads:
+                    if total >= CHUNKS_PER_THREAD * threads:
                         break
-                work = nest_work(loops[0]) if keep else None
-                if keep and (work is None or work >= self.min_work):
-                    chains.append(chain[:keep])  # else too little work to pay a wake-up
+                if keep and threads > 1:  # else too little work to pay a wake-up
+                    chains.append((chain[:keep], threads))
             index = 0
-            for chain in chains:
+            for chain, threads in chains:
                 iterations = 1
                 for lp in chain:
                     iterations *= _trip_count(lp) or 0
                 if iterations < 2:
                     continue  # nothing to split
-                self._split(fn, chain, index)
+                self._split(fn, chain, index, threads)
                 index += 1
 
-    def _split(self, fn: func.FuncOp, chain: list[scf.ForOp], index: int) -> None:
+    def _split(self, fn: func.FuncOp, chain: list[scf.ForOp], index: int,
+               threads: int) -> None:
         """Outline the loops `chain` (perfectly nested, outermost first) into a task
         over their collapsed iterations and call it through frame_rt.parallel_for."""
         outer = chain[0]
@@ -320,7 +353,7 @@ class FrameParallelize(ModulePass):
             count *= t
         zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
         n = arith.ConstantOp(IntegerAttr(count, IndexType()))
-        call = ParallelForOp(name, args, zero.result, n.result, self.threads)
+        call = ParallelForOp(name, args, zero.result, n.result, threads)
         Rewriter.insert_op([zero, n, call], InsertPoint.before(outer))
         Rewriter.erase_op(outer, safe_erase=False)
         _erase_unused_pure(fn.body.blocks[0])  # the loop's bounds, moved views

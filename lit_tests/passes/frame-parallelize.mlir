@@ -1,6 +1,7 @@
 // RUN: frame-opt %s --split-input-file --verify-diagnostics -p 'frame-parallelize{threads=2 min-work=0}' | filecheck %s
 // RUN: frame-opt %s --split-input-file -p 'frame-parallelize{threads=1 min-work=0}' | filecheck %s --check-prefix=SINGLE
 // RUN: frame-opt %s --split-input-file --verify-diagnostics -p 'frame-parallelize{threads=2}' | filecheck %s --check-prefix=SMALL
+// RUN: frame-opt %s --split-input-file --verify-diagnostics -p 'frame-parallelize{threads=4 min-work=32}' | filecheck %s --check-prefix=FOUR
 // RUN: not frame-opt %s -p 'frame-parallelize{threads=0}' 2>&1 | filecheck %s --check-prefix=ZERO
 
 // ZERO: frame-opt: error: frame-parallelize: threads must be a positive integer, found 0
@@ -55,6 +56,12 @@ func.func private @k(%a: memref<8x4xf32>, %b: memref<8x4xf32>) attributes {frame
 // SMALL-LABEL: func.func private @k(
 // SMALL-NOT:     frame_rt
 // SMALL:         scf.for
+
+// Each kernel picks its thread count from its work: at min-work 32, each thread needs
+// 16 iterations, so these 32 run on 2 of the 4 threads (8 rows: 4 per thread).
+// FOUR-LABEL: func.func private @k(
+// FOUR:         %[[N:.*]] = arith.constant 8 : index
+// FOUR-NEXT:    frame_rt.parallel_for @k__task0(%{{.*}}, %{{.*}}) range(%{{.*}}, %[[N]]) threads 2
 
 // -----
 
@@ -129,6 +136,45 @@ func.func private @rows(%a: memref<9xf32>) {
 // The pass that marked the loop judged it worth splitting: min-work does not apply.
 // SMALL-LABEL: func.func private @rows(
 // SMALL:         frame_rt.parallel_for @rows__task0
+// FOUR-LABEL: func.func private @rows(
+// FOUR:         frame_rt.parallel_for @rows__task0({{.*}}) threads 4
+
+// -----
+
+// frame.parallel_threads caps the threads of a marked loop (frame-gemm: split-K's 4
+// tasks when the multiply-adds pay for 2 threads only); 1 leaves the loop as it is.
+
+func.func private @capped(%a: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.000000e+00 : f32
+  scf.for %i = %c0 to %c4 step %c1 {
+    memref.store %z, %a[%i] : memref<4xf32>
+  } {frame.parallel, frame.parallel_threads = 2 : i64}
+  func.return
+}
+func.func private @alone(%a: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.000000e+00 : f32
+  scf.for %i = %c0 to %c4 step %c1 {
+    memref.store %z, %a[%i] : memref<4xf32>
+  } {frame.parallel, frame.parallel_threads = 1 : i64}
+  func.return
+}
+
+// CHECK-LABEL: func.func private @capped(
+// CHECK:         frame_rt.parallel_for @capped__task0({{.*}}) threads 2
+// CHECK-LABEL: func.func private @alone(
+// CHECK-NOT:     frame_rt.parallel_for
+// CHECK:         scf.for
+// FOUR-LABEL: func.func private @capped(
+// FOUR:         frame_rt.parallel_for @capped__task0({{.*}}) threads 2
+// FOUR-LABEL: func.func private @alone(
+// FOUR-NOT:     frame_rt.parallel_for
+// FOUR:         scf.for
 
 // -----
 

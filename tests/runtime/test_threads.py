@@ -150,6 +150,41 @@ def test_pool_works_in_a_forked_child() -> None:
     assert child.exitcode == 0
 
 
+_SLEEP_AND_WAKE = """
+import threading, time
+from frame_mlir.backend.llvm.parallel_runtime import TaskFn, ensure_runtime
+
+rt = ensure_runtime()
+main = threading.get_ident()
+barrier = threading.Barrier(2, timeout=20)
+ran = [0, 0]
+
+def task(_ctx, lo, hi):
+    barrier.wait()  # both chunks at once: a worker was woken (or was spinning)
+    if threading.get_ident() != main:
+        time.sleep(0.004)  # past the caller's spin: it sleeps until this chunk ends
+    ran[lo] += 1
+
+callback = TaskFn(task)
+for r in range(24):
+    if r % 2:
+        time.sleep(0.01)  # past the workers' spin: they are asleep at the dispatch
+    rt.parallel_for(callback, None, 0, 2, 2)
+assert ran == [24, 24], ran
+print("ok")
+"""
+
+
+def test_pool_wakes_sleeping_workers_and_a_sleeping_caller() -> None:
+    """Dispatches after idle gaps (every worker asleep: the dispatcher must wake one)
+    and chunks that outlast the caller's spin (the caller asleep: the last worker must
+    wake it). Each chunk waits for the other, so a lost worker wake-up fails the
+    barrier; a lost caller wake-up hangs the child, which the timeout catches."""
+    done = subprocess.run([sys.executable, "-c", _SLEEP_AND_WAKE], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
 # --------------------------------------------------------------------------------------
 # frame-parallelize: every iteration exactly once, whatever the split
 
@@ -238,6 +273,22 @@ def test_generated_code_runs_on_several_threads() -> None:
     assert mask & ~1, "no chunk of the step ran on a pool worker in 200 steps"
 
 
+def test_each_kernel_picks_its_thread_count_from_its_work() -> None:
+    """A nest below the threshold runs on one thread; above it, on as many as get half
+    the threshold each, never more than there are; unknown work (a dynamic bound), or
+    no threshold, on all."""
+    from frame_mlir.passes.frame_parallelize import MIN_PARALLEL_WORK as W
+    from frame_mlir.passes.frame_parallelize import threads_for
+
+    assert threads_for(W - 1, 8, W) == 1
+    assert threads_for(W, 8, W) == 2
+    assert threads_for(3 * W // 2, 8, W) == 3
+    assert threads_for(100 * W, 8, W) == 8
+    assert threads_for(100 * W, 1, W) == 1
+    assert threads_for(None, 8, W) == 8
+    assert threads_for(5, 8, 0) == 8
+
+
 def test_tiny_mlp_stays_sequential() -> None:
     """tiny_mlp's kernels are far below the work a wake-up costs: no pool at all."""
     compiled = CompiledSpec(load_spec(str(TINY)), options=CompileOptions(threads=4),
@@ -272,19 +323,21 @@ def test_two_python_threads_train_at_once() -> None:
 
 def _conv_pool_backward() -> tuple[frame.Graph, list[np.ndarray]]:
     """conv (3 -> 8 channels, 3x3, padding 1) + relu + 2x2 max-pool + sum of squares,
-    with gradients w.r.t. the input, the weight and the bias."""
+    with gradients w.r.t. the input, the weight and the bias; 8 images of 32 x 32, so
+    that the kernels have the work to be split (kernels pick their thread count from
+    their work, and a small one runs on one thread)."""
     f32 = frame.DType.float32
     conv = frame.nn.Conv2d("conv", 3, 8, [3, 3], [1, 1], [1, 1], 1, True, f32)
     pool = frame.nn.MaxPool2d("pool", [2, 2], [2, 2], [0, 0])
     g = frame.Graph("convpool")
-    x = g.add_graph_input([4, 3, 16, 16], f32)
+    x = g.add_graph_input([8, 3, 32, 32], f32)
     ps = frame.nn.add_parameter_inputs(g, conv)
     (y,) = conv.build(g, [x], ps)
     (z,) = pool.build(g, [frame.relu(g, y)], [])
     g.mark_output(frame.sum(g, frame.square(g, z), []))
     back = frame.build_backward_graph(g, 0, [0, 1, 2])
     rng = np.random.default_rng(9)
-    arrays = [rng.standard_normal([4, 3, 16, 16]).astype(np.float32)] + [
+    arrays = [rng.standard_normal([8, 3, 32, 32]).astype(np.float32)] + [
         rng.standard_normal(shape).astype(np.float32) for _, shape, _ in conv.parameters()]
     return back, arrays
 

@@ -80,6 +80,8 @@ _RUNTIME_IR = r"""
 @job_lo = internal global i64 0, align 8
 @job_n = internal global i64 0, align 8
 @thread_mask = internal global i64 0, align 64
+@sleepers = internal global i64 0, align 64        ; workers asleep on work_cv (or going to)
+@caller_asleep = internal global i64 0, align 64   ; the dispatcher asleep on done_cv
 
 declare i32 @pthread_mutex_init(ptr, ptr)
 declare i32 @pthread_mutex_lock(ptr)
@@ -156,13 +158,20 @@ run:
   %b = add i64 %lo, %b0
   call void %fn(ptr %ctx, i64 %a, i64 %b)
   %m = atomicrmw or ptr @thread_mask, i64 %bit monotonic, align 8
-  %left = atomicrmw sub ptr @pending, i64 1 acq_rel, align 8
+  %left = atomicrmw sub ptr @pending, i64 1 seq_cst, align 8
   %last = icmp eq i64 %left, 1
   %wake = and i1 %last, %worker
-  br i1 %wake, label %signal, label %claim
+  br i1 %wake, label %maybe_signal, label %claim
+maybe_signal:
+  ; The dispatcher may be asleep waiting for the last chunk. It says so (under the
+  ; lock, before its last look at @pending); this thread's decrement above and that
+  ; flag are both sequentially consistent, so either it saw @pending reach 0 or this
+  ; load sees the flag. Only then is the lock and the wake-up worth their cost.
+  %asleep = load atomic i64, ptr @caller_asleep seq_cst, align 8
+  %must = icmp ne i64 %asleep, 0
+  br i1 %must, label %signal, label %claim
 signal:
-  ; The dispatcher may be asleep waiting for the last chunk: wake it (under the lock,
-  ; so the wake-up cannot fall between its check and its wait).
+  ; Under the lock, so the wake-up cannot fall between its check and its wait.
   %l1 = call i32 @pthread_mutex_lock(ptr @lock)
   %l2 = call i32 @pthread_cond_broadcast(ptr @done_cv)
   %l3 = call i32 @pthread_mutex_unlock(ptr @lock)
@@ -193,16 +202,22 @@ spin_next:
   %more = icmp ult i64 %i1, {spin}
   br i1 %more, label %spin, label %sleep
 sleep:
+  ; Count this worker among the sleepers before the last look at @generation: a
+  ; dispatcher bumps @generation and then reads @sleepers (both sequentially
+  ; consistent), so either this thread sees the new job or the dispatcher sees a
+  ; sleeper and wakes it (under the lock, which this thread holds until it waits).
   %l1 = call i32 @pthread_mutex_lock(ptr @lock)
+  %z1 = atomicrmw add ptr @sleepers, i64 1 seq_cst, align 8
   br label %check
 check:
-  %gs = load atomic i64, ptr @generation acquire, align 8
+  %gs = load atomic i64, ptr @generation seq_cst, align 8
   %same = icmp eq i64 %gs, %seen
   br i1 %same, label %wait, label %awake
 wait:
   %w = call i32 @pthread_cond_wait(ptr @work_cv, ptr @lock)
   br label %check
 awake:
+  %z2 = atomicrmw sub ptr @sleepers, i64 1 seq_cst, align 8
   %l2 = call i32 @pthread_mutex_unlock(ptr @lock)
   br label %work
 }}
@@ -246,16 +261,24 @@ publish:
   store i64 %lo, ptr @job_lo, align 8
   store i64 %n, ptr @job_n, align 8
   store atomic i64 %chunks, ptr @pending monotonic, align 8
-  %p1 = call i32 @pthread_mutex_lock(ptr @lock)
   %tk = shl i64 %chunks, 32
   store atomic i64 %tk, ptr @ticket release, align 8
-  %gold = atomicrmw add ptr @generation, i64 1 release, align 8
+  %gold = atomicrmw add ptr @generation, i64 1 seq_cst, align 8
+  ; Spinning workers see the new generation by themselves: the lock and the wake-up
+  ; (a futex system call, ~10 us on a VM) only when some worker has gone to sleep.
+  %nsleep = load atomic i64, ptr @sleepers seq_cst, align 8
+  %anyone = icmp ne i64 %nsleep, 0
+  br i1 %anyone, label %wake, label %own
+wake:
+  %p1 = call i32 @pthread_mutex_lock(ptr @lock)
   %p2 = call i32 @pthread_cond_broadcast(ptr @work_cv)
   %p3 = call i32 @pthread_mutex_unlock(ptr @lock)
+  br label %own
+own:
   call void @run_chunks(i64 0)
   br label %spin
 spin:
-  %i = phi i64 [ 0, %publish ], [ %i1, %spin_next ]
+  %i = phi i64 [ 0, %own ], [ %i1, %spin_next ]
   %left = load atomic i64, ptr @pending acquire, align 8
   %finished = icmp eq i64 %left, 0
   br i1 %finished, label %end, label %spin_next
@@ -266,15 +289,17 @@ spin_next:
   br i1 %more, label %spin, label %sleep
 sleep:
   %s1 = call i32 @pthread_mutex_lock(ptr @lock)
+  store atomic i64 1, ptr @caller_asleep seq_cst, align 8
   br label %check
 check:
-  %left2 = load atomic i64, ptr @pending acquire, align 8
+  %left2 = load atomic i64, ptr @pending seq_cst, align 8
   %done = icmp eq i64 %left2, 0
   br i1 %done, label %awake, label %wait
 wait:
   %w = call i32 @pthread_cond_wait(ptr @done_cv, ptr @lock)
   br label %check
 awake:
+  store atomic i64 0, ptr @caller_asleep seq_cst, align 8
   %s2 = call i32 @pthread_mutex_unlock(ptr @lock)
   br label %end
 end:
@@ -294,6 +319,8 @@ define void @frame_rt_after_fork() {{
   store i64 0, ptr @workers, align 8
   store i64 0, ptr @ticket, align 8
   store i64 0, ptr @pending, align 8
+  store i64 0, ptr @sleepers, align 8
+  store i64 0, ptr @caller_asleep, align 8
   store i32 2, ptr @state, align 4
   ret void
 }}
