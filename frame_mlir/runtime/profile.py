@@ -22,7 +22,10 @@ across them), and "(outside kernels)" is what the functions spent between kernel
 negligible beside the kernels of a real model, visible on a tiny one.
 
 With `FRAME_PROFILE` set, the report is printed to stderr when the process exits, if
-any profiled code ran; `frame-run --profile` sets it.
+any profiled code ran; `frame-run --profile` sets it. `FRAME_PROFILE_CLOCK=thread`
+times with the calling thread's CPU time instead of wall time: on a machine whose cores
+are shared, other processes then do not inflate the figures, but the kernels' parallel
+tasks on other threads are not counted (use it at 1 thread).
 """
 
 from __future__ import annotations
@@ -128,6 +131,11 @@ def report(out: TextIO | None = None) -> str:
         in_functions = sum(r.seconds for r in functions)
         width = max([len(r.name) for r in all_rows] + [len("(outside kernels)"), 8])
         lwidth = max([len(r.layer) for r in kernels] + [5])
+        from frame_mlir.backend.llvm import profile_runtime
+
+        rt = profile_runtime._runtime
+        if rt is not None and rt.clock != "wall":
+            lines.append(f"(clock: {rt.clock} CPU time, {profile_runtime.ENV_CLOCK})")
         lines.append(f"{'Function':<{width}}  {'Calls':>8}  {'Total ms':>10}  {'Avg ms':>9}")
         for r in functions:
             lines.append(f"{r.name:<{width}}  {r.calls:>8}  {r.seconds * 1e3:>10.3f}  "

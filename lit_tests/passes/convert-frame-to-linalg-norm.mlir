@@ -32,14 +32,15 @@ func.func @ln(%x: tensor<3x8xf32> {frame.param = "x"}, %g: tensor<8xf32> {frame.
 
 // -----
 
-// dgamma: loops (d, rows), d parallel and leading, the rows summed in order.
+// dgamma: loops (rows, d), every d summing its rows in order, d (contiguous, parallel)
+// innermost so that the loop vectorizes.
 func.func @dg(%x: tensor<3x8xf32>, %g: tensor<8xf32>, %dy: tensor<3x8xf32>) -> tensor<8xf32> {
   %r = frame.layer_norm_grad %x, %g, %dy {eps = 1.0e-05 : f32, wrt = 1 : i64} : (tensor<3x8xf32>, tensor<8xf32>, tensor<3x8xf32>) -> tensor<8xf32>
   func.return %r : tensor<8xf32>
 }
 
 // CHECK-LABEL: func.func @dg
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"], doc = "frame.layer_norm_grad"}
 
 // -----
 

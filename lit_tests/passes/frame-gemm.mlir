@@ -1,7 +1,7 @@
-// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0 direct_a_max=0 fast_pack_min=0}' | filecheck %s
-// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0 threads=2 direct_a_max=0 fast_pack_min=0}' | filecheck %s --check-prefix=TWO
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=256 l2=4096 min_flops=0 direct_a_max=0 fast_pack_min=0}' | filecheck %s
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=256 l2=4096 min_flops=0 threads=2 direct_a_max=0 fast_pack_min=0}' | filecheck %s --check-prefix=TWO
 // RUN: frame-opt %s --split-input-file -p 'frame-gemm' | filecheck %s --check-prefix=SMALL
-// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=1024 l2=4096 min_flops=0 direct_a_min=0}' | filecheck %s --check-prefix=INPLACE
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=256 l2=4096 min_flops=0 direct_a_min=0}' | filecheck %s --check-prefix=INPLACE
 
 // A 6x5 @ 5x8 matmul kernel and its caller. With 4 lanes and 4 accumulator
 // registers the micro-kernel is MR=2 rows by NR=8 columns (two vector<4xf32> per

@@ -37,7 +37,13 @@ EXPORTS = ("frame_rt_prof_begin", "frame_rt_prof_end", "frame_rt_prof_table",
            "frame_rt_prof_dropped")
 """The runtime's external functions (generated code calls the first two)."""
 
-_CLOCK_MONOTONIC = 1  # Linux; the profiler is for the JIT on Linux hosts
+#: The clocks `FRAME_PROFILE_CLOCK` selects (Linux clock ids; the profiler is for the
+#: JIT on Linux hosts): wall time (the default), or the CPU time of the calling thread,
+#: which a busy machine's other processes do not inflate (time-slicing a core away
+#: stops that clock) but which misses the work of the kernels' parallel tasks on other
+#: threads -- for 1-thread runs on a shared machine.
+CLOCKS = {"wall": 1, "thread": 3}  # CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID
+ENV_CLOCK = "FRAME_PROFILE_CLOCK"
 
 _PROFILE_IR = r"""
 ; frame runtime: kernel profiler counters (see profile_runtime.py)
@@ -141,10 +147,22 @@ define ptr @frame_rt_prof_dropped() {{
 """
 
 
-def profile_ir() -> str:
-    """The profiler runtime's LLVM IR text."""
+def profile_clock() -> str:
+    """The clock `$FRAME_PROFILE_CLOCK` names (`wall` when unset); ValueError for
+    another name."""
+    import os
+
+    name = os.environ.get(ENV_CLOCK, "").strip().lower() or "wall"
+    if name not in CLOCKS:
+        raise ValueError(f"{ENV_CLOCK}: expected one of {', '.join(CLOCKS)}, found "
+                         f"{name!r}")
+    return name
+
+
+def profile_ir(clock: str = "wall") -> str:
+    """The profiler runtime's LLVM IR text, timing with `clock` (a key of CLOCKS)."""
     return _PROFILE_IR.format(slots=SLOTS, fields=FIELDS, mask=SLOTS - 1,
-                              clock=_CLOCK_MONOTONIC)
+                              clock=CLOCKS[clock])
 
 
 @dataclass(frozen=True)
@@ -153,6 +171,7 @@ class ProfileRuntime:
 
     table_address: int  # SLOTS x FIELDS int64
     dropped_address: int  # int64: begin calls that found the table full
+    clock: str  # a key of CLOCKS
 
 
 _lock = threading.Lock()
@@ -168,9 +187,10 @@ def ensure_profile_runtime() -> ProfileRuntime:
             return _runtime
         from frame_mlir.backend.llvm.jit import load_runtime
 
-        addresses = load_runtime(profile_ir(), EXPORTS)
+        clock = profile_clock()
+        addresses = load_runtime(profile_ir(clock), EXPORTS)
         table = ctypes.CFUNCTYPE(ctypes.c_void_p)(addresses["frame_rt_prof_table"])()
         dropped = ctypes.CFUNCTYPE(ctypes.c_void_p)(addresses["frame_rt_prof_dropped"])()
         assert table and dropped
-        _runtime = ProfileRuntime(table, dropped)
+        _runtime = ProfileRuntime(table, dropped, clock)
         return _runtime
