@@ -93,3 +93,20 @@ func.func @global_pools(%x: tensor<2x3x4x5xf32>) -> (tensor<2x3x1x1xf32>, tensor
 // CHECK:           arith.cmpf ogt
 // CHECK:           arith.cmpf uno
 // CHECK:         linalg.generic {{.*}} ins(%[[M]] : tensor<2x3xf32>) outs(%{{.*}} : tensor<2x3x1x1xf32>)
+
+// -----
+
+// A depthwise weight gradient (groups = channels, one output channel each): partial
+// sums per position of the last output dim, loops (o, c, kh, kw, n, oh, ow) with ow
+// innermost and parallel (it vectorizes), then a sum over ow into dw.
+func.func @dw_grad(%x: tensor<2x3x6x6xf32>, %dy: tensor<2x3x3x3xf32>) -> tensor<3x1x3x3xf32> {
+  %g = frame.conv_grad_weight %x, %dy {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, groups = 3 : i64} : (tensor<2x3x6x6xf32>, tensor<2x3x3x3xf32>) -> tensor<3x1x3x3xf32>
+  func.return %g : tensor<3x1x3x3xf32>
+}
+
+// CHECK-LABEL: func.func @dw_grad
+// CHECK:         %[[XP:.*]] = linalg.generic {{.*}} ins(%x : tensor<2x3x6x6xf32>) outs(%{{.*}} : tensor<2x3x8x8xf32>)
+// CHECK:         %[[P:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, (d0 + d1), ((d5 * 2) + d2), ((d6 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d0, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3, d6)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "parallel"], doc = "frame.conv_grad_weight"} ins(%[[XP]], %dy : tensor<2x3x8x8xf32>, tensor<2x3x3x3xf32>) outs(%{{.*}} : tensor<3x1x3x3x3xf32>)
+// CHECK:           math.fma
+// CHECK:         %g = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"], doc = "frame.conv_grad_weight"} ins(%[[P]] : tensor<3x1x3x3x3xf32>) outs(%{{.*}} : tensor<3x1x3x3xf32>)
+// CHECK:           arith.addf
