@@ -179,3 +179,18 @@ def test_the_profile_records_survive_the_cache_entry() -> None:
     meta = compiled.executable.cache_meta()
     assert meta["profile"] == compiled.executable.profile
     json.dumps(meta)  # stored as JSON
+
+
+def test_profile_clock_thread_and_a_bad_clock(tmp_path: Path) -> None:
+    """FRAME_PROFILE_CLOCK=thread times with the thread's CPU time and says so above
+    the table; an unknown clock is a clear error naming the variable, not a traceback."""
+    env = {"FRAME_CACHE_DIR": str(tmp_path), "FRAME_PROFILE_CLOCK": "thread"}
+    proc = _frame_run(str(MNIST), "--steps", "3", "--profile", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "(clock: thread CPU time, FRAME_PROFILE_CLOCK)" in proc.stderr, proc.stderr
+    assert re.search(r"^mnist_mlp_train_step\s+3\s", proc.stderr, re.M), proc.stderr
+    bad = _frame_run(str(MNIST), "--steps", "3", "--profile",
+                     env={**env, "FRAME_PROFILE_CLOCK": "sundial"})
+    assert bad.returncode != 0
+    assert "FRAME_PROFILE_CLOCK: expected one of wall, thread, found 'sundial'" in bad.stderr
+    assert "Traceback" not in bad.stderr
