@@ -16,7 +16,9 @@ Does: classifies every loop dim by the operands that use it -- rows (M: used by 
 one input, "A"), columns (N: used by C and the other input, "B"), reduction (K: used by
 A and B) -- and collapses each class to one index, peeling leading dims into outer
 loops until the collapsed index addresses every operand with a single stride. Then
-BLIS-style, for each task of a `frame.parallel` loop over column ranges:
+BLIS-style, for each task of a `frame.parallel` loop (tasks take ranges of the first
+outer dim, of column panels or of row panels, `_task_split`; as many as the work pays
+threads for, `gemm_threads`):
 
     for outer dims:  for jc in N step NC:  for pc in K step KC:
       pack B[pc:pc+kc, jc:jc+nc] into NR-wide panels  (zero-padded)
@@ -46,7 +48,8 @@ function's arena (one slot per task), passed to the kernel as a new last argumen
 
 Options: `lanes` (L: f32 lanes of the widest vector register), `acc` (vector registers
 for accumulators), `l1`/`l2` (cache bytes, for the block sizes), `threads` (tasks),
-`min_flops` (smaller contractions stay with the plain loops). The pipeline sets them
+`min_task_macs` (multiply-adds per thread, `gemm_threads`), `min_flops` (smaller
+contractions stay with the plain loops). The pipeline sets them
 from the host (`frame_mlir.backend.host`); lit tests set them explicitly.
 
 An epilogue runs per MR x NR tile right after the tile's last k block when C and its
@@ -64,7 +67,7 @@ count. Other kernels are left alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 
 from xdsl.builder import Builder
@@ -99,7 +102,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from frame_mlir.passes.common import arena_arg_index, collapse_shape
 from frame_mlir.passes.frame_bufferize import ALIGN
-from frame_mlir.passes.frame_parallelize import PARALLEL_ATTR
+from frame_mlir.passes.frame_parallelize import PARALLEL_ATTR, PARALLEL_THREADS_ATTR
 from frame_mlir.passes.frame_profile_kernels import erase_call, is_profile_call
 from frame_mlir.passes.llvm_common import static_strides
 
@@ -666,6 +669,8 @@ class _Task:
     k_lo: Index  # the k range this task sums
     k_hi: Index
     zero_first: bool  # the first k block starts from zero (C was zero-filled / partial)
+    r_lo: Index  # the rows of C this task computes: [r_lo, r_hi), MR-aligned
+    r_hi: Index
 
 
 def _fill_table(ir: _Ir, table: SSAValue, opnd: _Operand, group: Sequence[int],
@@ -813,6 +818,8 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
         am, ak = addr[(id(g.a), id(g.rows))], addr[(id(g.a), id(g.red))]
         bn, bk = addr[(id(g.b), id(g.cols))], addr[(id(g.b), id(g.red))]
         target, target_dyn, k_lo, k_hi, zero_first = c_flat, c_dyn, 0, k, beta0
+        r_lo: Index = 0
+        r_hi: Index = m
         if split.k:  # all of C, a k range, into this task's partial buffer
             lo, hi, first, last = 0, n, 0, 0
             k_lo = ir.mul(t, per_task)
@@ -824,13 +831,18 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
             lo, hi = 0, n
             first = ir.mul(t, per_task)
             last = ir.min(ir.add(first, per_task), g.sizes[g.outer[0]])
+        elif split.rows:  # tasks take ranges of whole row panels, all columns each
+            lo, hi = 0, n
+            r_lo = ir.mul(t, per_task * mr)
+            r_hi = ir.min(ir.add(r_lo, per_task * mr), m)
+            first, last = 0, g.sizes[g.outer[0]] if g.outer else 0
         else:  # tasks take ranges of whole column panels
             lo = ir.mul(t, per_task * nr)
             hi = ir.min(ir.add(lo, per_task * nr), n)
             first, last = 0, g.sizes[g.outer[0]] if g.outer else 0
         st = _Task(lo, hi, ap, bp, tile, am, ak, bn, bk,
                    *(_dynamic(ir, v) for v in (ap, bp, tile)),
-                   target, target_dyn, k_lo, k_hi, zero_first)
+                   target, target_dyn, k_lo, k_hi, zero_first, r_lo, r_hi)
         # The first outer dim runs over [first, last) (this task's slice), wherever
         # its loop is placed; the others over their whole range.
         span = {d: (0, g.sizes[d]) for d in g.outer}
@@ -887,7 +899,7 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                     pack_b(ir, _offset(ir, g.b, ivs), jc, nc, pc, kc)
 
                 def ic_body(ir: _Ir, ivs: dict[int, SSAValue], ic: SSAValue) -> None:
-                    mc = ir.min(blk.mc, ir.sub(m, ic))
+                    mc = ir.min(blk.mc, ir.sub(st.r_hi, ic))
                     a0 = _offset(ir, g.a, ivs)
                     if direct_a is None:  # A's block, once for every B-only outer index
                         pack_a(ir, a0, ic, mc, pc, kc)
@@ -908,7 +920,7 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                     loops(ir, place.b_inner, ivs, span, block)
 
                 loops(ir, place.a_inner, ivs, span, lambda ir, ivs: ir.for_(
-                    0, m, blk.mc, lambda ir, ic, _: ic_body(ir, ivs, ic)))
+                    st.r_lo, st.r_hi, blk.mc, lambda ir, ic, _: ic_body(ir, ivs, ic)))
             ir.for_(st.k_lo, st.k_hi, blk.kc, pc_body)
 
         def pack(ir: _Ir, src: SSAValue, dst: SSAValue, first: SSAValue, extent: Index,
@@ -1102,7 +1114,11 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
 
         ir.for_(lo, hi, blk.nc, jc_body)
 
-    attrs = {PARALLEL_ATTR: UnitAttr()} if tasks > 1 else None
+    attrs: dict[str, Attribute] | None = None
+    if tasks > 1 and split.threads != 1:
+        attrs = {PARALLEL_ATTR: UnitAttr()}
+        if split.threads > 1:  # fewer threads than the pipeline's pay
+            attrs[PARALLEL_THREADS_ATTR] = IntegerAttr(split.threads, i64)
     ir.for_(0, tasks, 1, task, attrs=attrs)
     if split.k:
         reduce_partials(ir)
@@ -1140,9 +1156,11 @@ class _Split:
     """How a GEMM's work is cut into independent tasks."""
 
     tasks: int
-    per_task: int  # outer-dim indices, column panels or k indices per task
+    per_task: int  # outer-dim indices, column panels, row panels or k indices per task
     outer: bool
     k: bool = False  # split-K: tasks sum k ranges into partial buffers
+    rows: bool = False  # tasks take ranges of whole MR-row panels, every column each
+    threads: int = 0  # the most threads the tasks may run on (`gemm_threads`); 0: all
 
 
 SPLIT_K = 4
@@ -1152,10 +1170,63 @@ SPLIT_K_MIN = 8192
 dims is split over k."""
 
 
+MIN_TASK_MACS = 1 << 16
+"""Multiply-adds a GEMM needs per thread before it is split over more threads
+(`gemm_threads`): 2 threads from 128K multiply-adds.
+
+Measured with `bench/bench_threads.py --sweep-gemm` (one `y = a @ b` kernel, 1 vs 2
+threads, no threshold; best of 200 interleaved short batches; quiet 2-core Zen 4 VM,
+2026-12-05): 24^3 and 32^3 (14K, 33K multiply-adds) 0.81x and 0.87x, 40^3 (64K)
+1.07x, 48^3 (110K) 1.24x, 64^3 (262K) 1.73x; 64 x 10 x 256 (164K, mnist_mlp's input
+gradient of its last layer) 1.31x, 64 x 256 x 10 and 256 x 64 x 10 (164K: its last
+layer and that layer's weight gradient, split over rows) 2.16x and 2.27x. So a second
+thread pays from about 64K multiply-adds; each thread is given that much. Whole
+training steps agree (`--workloads`, interleaved rounds in which no other process ran):
+mnist_mlp on 2 threads 0.351-0.355 ms with this threshold, 0.354-0.367 ms with 1M
+(its 164K products on one thread); LeNet and the wide MLP the same within noise."""
+
+
+def macs(g: Contraction) -> int:
+    """The multiply-adds of a contraction."""
+    return g.m * g.n * g.k * prod(g.sizes[d] for d in g.outer)
+
+
+def gemm_threads(g: Contraction, threads: int, min_task_macs: int = MIN_TASK_MACS) -> int:
+    """The threads a GEMM runs on, out of `threads`: as many as give each one at least
+    `min_task_macs` multiply-adds (at least one). A GEMM too small to gain from a
+    second thread runs on one: no tasks, no dispatch. `min_task_macs` 0: all."""
+    if threads <= 1 or min_task_macs <= 0:
+        return max(1, threads)
+    return max(1, min(threads, macs(g) // min_task_macs))
+
+
+PACK_COST = 16
+"""Multiply-adds one packed element costs, for `_task_split`'s estimate: the micro-kernel
+does about 32 multiply-adds a cycle (two `<16 x f32>` FMAs), packing moves one or two
+elements (the MR x KC transpose does not vectorize)."""
+
+SWITCH_GAIN = 0.9
+"""How much shorter (in estimated multiply-adds) the longest task of a later choice of
+split dim must be to be taken over an earlier one (`_task_split`)."""
+
+
 def _task_split(g: Contraction, blk: Blocking, threads: int) -> _Split:
-    """Tasks for `threads`: slices of the first outer dim when it has at least one index
-    per thread (a convolution's batch: big, even pieces, each with every column), else
-    ranges of whole NR-column panels. Either way tasks write disjoint parts of C.
+    """Tasks for `threads`, over one of three dims, each task a range of it:
+
+    * the first outer dim (a convolution's batch, attention's batch x heads): each task
+      whole GEMMs, every row and column;
+    * whole NR-column panels: each task packs all of A for its columns;
+    * whole MR-row panels: each task packs all of B for its rows.
+
+    The choice is the one whose longest task (the first) has the least work -- its
+    multiply-adds (the edge tiles of C run exact micro-kernels, so padding is not
+    counted) and the elements it packs (`PACK_COST` each) -- in that order of
+    preference, a
+    later one only when `SWITCH_GAIN` times shorter: columns keep C's and the weights'
+    column halves on the same thread from one kernel to the next. Rows take over when
+    columns are few or uneven: a layer of 10 outputs is one column panel (splitting it
+    over columns leaves one thread idle), 96 columns are a panel of 64 and one of 32,
+    while 96 rows are 6 even panels of 16. Either way tasks write disjoint parts of C.
 
     A small C over a long reduction (a first convolution's weight gradient: 20 x 25
     outputs, each a sum over batch x positions) has no such parallelism: it is split
@@ -1165,14 +1236,32 @@ def _task_split(g: Contraction, blk: Blocking, threads: int) -> _Split:
     if not g.outer and g.gather is None and g.c.const == 0 and g.n <= 2 * blk.nr and \
             g.k >= SPLIT_K_MIN:
         per = -(-g.k // SPLIT_K)
-        return _Split(-(-g.k // per), per, False, True)
-    if g.outer and g.sizes[g.outer[0]] >= threads > 1:
+        return _Split(-(-g.k // per), per, False, True, threads=threads)
+    panels, row_panels = -(-g.n // blk.nr), -(-g.m // blk.mr)
+    if threads <= 1:
+        return _Split(1, panels, False, threads=threads)
+    outer = prod(g.sizes[d] for d in g.outer)
+    options: list[tuple[int, _Split]] = []
+    if g.outer and g.sizes[g.outer[0]] > 1:
         size = g.sizes[g.outer[0]]
         per = -(-size // threads)
-        return _Split(-(-size // per), per, True)
-    panels = -(-g.n // blk.nr)
+        longest = per * outer // size * (g.m * g.n * g.k + (g.m + g.n) * g.k * PACK_COST)
+        options.append((longest, _Split(-(-size // per), per, True, threads=threads)))
     per = -(-panels // threads)
-    return _Split(-(-panels // per), per, False)
+    cols = min(g.n, per * blk.nr)  # the first task's: the most
+    longest = (g.m * cols * g.k + (g.m + cols) * g.k * PACK_COST) * outer
+    options.append((longest, _Split(-(-panels // per), per, False, threads=threads)))
+    if g.gather is None and row_panels > 1:
+        per = -(-row_panels // threads)
+        rows = min(g.m, per * blk.mr)
+        longest = (rows * g.n * g.k + (rows + g.n) * g.k * PACK_COST) * outer
+        options.append((longest, _Split(-(-row_panels // per), per, False, rows=True,
+                                        threads=threads)))
+    best, split = options[0]
+    for longest, other in options[1:]:
+        if longest < SWITCH_GAIN * best:
+            best, split = longest, other
+    return split
 
 
 @dataclass(frozen=True)
@@ -1201,7 +1290,8 @@ def place_outer(g: Contraction, blk: Blocking, split: _Split) -> Placement:
         count = prod(g.sizes[d] for d in b_only)  # B-only iterations per task
         if split.outer and g.outer[0] in b_only:
             count = count // g.sizes[g.outer[0]] * split.per_task
-        cols = g.n if split.outer or split.k else min(g.n, split.per_task * blk.nr)
+        cols = g.n if split.outer or split.k or split.rows else \
+            min(g.n, split.per_task * blk.nr)
         jcs, ics = -(-cols // blk.nc), -(-g.m // blk.mc)
         a_panel = -(-g.m // blk.mr) * blk.mr  # packed A per k and column block
         b_panel = -(-cols // blk.nr) * blk.nr  # packed B per k and pass over it
@@ -1318,7 +1408,8 @@ def _direct_a(g: Contraction, blk: Blocking, split: _Split, place: Placement,
     count = prod(g.sizes[d] for d in place.b_inner)  # B-only iterations per A block
     if split.outer and place.b_inner and g.outer[0] == place.b_inner[0]:
         count = count // g.sizes[g.outer[0]] * split.per_task
-    cols = g.n if split.outer or split.k else min(g.n, split.per_task * blk.nr)
+    cols = g.n if split.outer or split.k or split.rows else \
+        min(g.n, split.per_task * blk.nr)
     panels = -(-min(cols, blk.nc) // blk.nr)
     return (rs, ks) if panels * count * blk.nv <= max_uses else None
 
@@ -1450,6 +1541,9 @@ class FrameGemm(ModulePass):
     direct_a_min: int = DIRECT_A_MIN
     # B of at least this many elements gets vector packing paths (`FAST_PACK_MIN`).
     fast_pack_min: int = FAST_PACK_MIN
+    # Multiply-adds per thread a GEMM needs to be split over more threads
+    # (`gemm_threads`; 0: split over `threads` whatever the size).
+    min_task_macs: int = MIN_TASK_MACS
     # Overrides of the chosen register tile and k block (0: automatic), for tuning.
     nv: int = 0
     mr: int = 0
@@ -1478,11 +1572,13 @@ class FrameGemm(ModulePass):
             knobs = {"lanes": self.lanes, "acc": self.acc, "l1": self.l1, "l2": self.l2,
                      "nv": self.nv, "mr": self.mr, "kc": self.kc}
             blk = choose_blocking(g.m, g.n, g.k, **knobs)
-            gathered = gather_columns(g, blk, max(1, self.threads), **knobs) \
-                if epi is None else None
+            threads = gemm_threads(g, self.threads, self.min_task_macs)
+            gathered = gather_columns(g, blk, threads, **knobs) if epi is None else None
             if gathered is not None:
                 g, blk = gathered
-            split = _task_split(g, blk, max(1, self.threads))
+            split = _task_split(g, blk, threads)
+            # The most threads the tasks may use: all of them (0), or fewer (1: none).
+            split = replace(split, threads=0 if threads >= self.threads else threads)
             direct_a = _direct_a(g, blk, split, place_outer(g, blk, split), self.direct_a_max,
                                  self.direct_a_min)
             scratch = _Scratch.of(g, blk, split, direct_a is None)

@@ -73,6 +73,16 @@ threads, idle 2-core Zen 4): N = 4K 0.24 vs 0.45 us, 8K and 16K even, 32K 1.39 v
 1.21 us (1.15x), 64K 1.22x, 128K 1.97x. A dispatch to a spinning worker costs
 ~0.2 us, so 32K is the first size that gains; every kernel of tiny_mlp is far below
 it, so its step (0.5 us) is unchanged.
+
+Measured again on 2026-12-05 (quiet 2-core Zen 4 VM, best of 200 interleaved short
+batches), alone (the kernel again and again: each thread finds its half in its own
+cache) and as an island (after each call a sequential kernel rewrites the input from
+the output, so the worker reads what the caller wrote and the other way round, as
+around a split kernel between sequential ones): alone 16K 1.29x, 32K 1.50x, 64K
+1.84x, 128K 2.20x; island 0.34-0.48x up to 128K (moving the halves between the cores
+costs more than the work), 256K 0.99x. The truth of a training step lies between:
+whole steps (`--workloads`, W2-W4, rounds without other load) read the same with
+32K and with 256K, so the threshold stays at 32K.
 """
 
 

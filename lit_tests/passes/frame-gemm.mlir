@@ -1,5 +1,6 @@
 // RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=256 l2=4096 min_flops=0 direct_a_max=0 fast_pack_min=0}' | filecheck %s
-// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=256 l2=4096 min_flops=0 threads=2 direct_a_max=0 fast_pack_min=0}' | filecheck %s --check-prefix=TWO
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=256 l2=4096 min_flops=0 threads=2 min_task_macs=0 direct_a_max=0 fast_pack_min=0}' | filecheck %s --check-prefix=TWO
+// RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=256 l2=4096 min_flops=0 threads=2 direct_a_max=0 fast_pack_min=0}' | filecheck %s --check-prefix=TWOSMALL
 // RUN: frame-opt %s --split-input-file -p 'frame-gemm' | filecheck %s --check-prefix=SMALL
 // RUN: frame-opt %s --split-input-file -p 'frame-gemm{lanes=4 acc=4 l1=256 l2=4096 min_flops=0 direct_a_min=0}' | filecheck %s --check-prefix=INPLACE
 
@@ -104,10 +105,25 @@ builtin.module {
 // INPLACE:         func.call @frame_gemm_micro_2x8_p2x8_f32x4_a5x1(%[[AD]],
 // INPLACE-LABEL: func.func @f(
 
-// With two threads the 8 columns are one panel: still one task, so no parallel loop.
+// With two threads the 8 columns are one panel, but the 6 rows are 3 panels of MR = 2:
+// the tasks take ranges of whole row panels (rows [0, 4) and [4, 6)), all columns each,
+// so the row-block loop runs over the task's rows only.
 // TWO-LABEL: func.func private @k(
-// TWO-NOT:     frame.parallel
+// TWO:         scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
+// TWO:           %[[FOUR:.*]] = arith.constant 4 : index
+// TWO-NEXT:      %[[RLO:.*]] = arith.muli %[[T]], %[[FOUR]] : index
+// TWO-NEXT:      %[[RE:.*]] = arith.addi %[[RLO]], %[[FOUR]] : index
+// TWO-NEXT:      %[[SIX:.*]] = arith.constant 6 : index
+// TWO-NEXT:      %[[RHI:.*]] = arith.minsi %[[RE]], %[[SIX]] : index
+// TWO:           scf.for %{{.*}} = %[[RLO]] to %[[RHI]] step
+// TWO:         } {frame.parallel}
 // TWO-LABEL: func.func @f(
+
+// With the default work threshold (min_task_macs) its 240 multiply-adds are far too
+// few to pay a second thread: one task, no parallel loop.
+// TWOSMALL-LABEL: func.func private @k(
+// TWOSMALL-NOT:     frame.parallel
+// TWOSMALL-LABEL: func.func @f(
 
 // Below the default size threshold (min_flops) the kernel is left to the plain loops.
 // SMALL-LABEL: func.func private @k(
