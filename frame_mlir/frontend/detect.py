@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING
 from frame_mlir.frontend.spec_v0 import decode_document, read_document, spec_from_doc
 
 if TYPE_CHECKING:
-    from frame_mlir.frontend.network.loader import NetworkSpec
+    from frame_mlir.frontend.network.loader import NetworkSpec, Warn
     from frame_mlir.frontend.spec import ModelSpec
 
 
-def load_model(path: str | Path) -> ModelSpec | NetworkSpec:
-    """Read, parse and validate a v0 spec or a JSON network (`-`: standard input).
+def load_model(path: str | Path, *, strict: bool = False,
+               warn: Warn | None = None) -> ModelSpec | NetworkSpec:
+    """Read, parse and validate a v0 spec or a JSON network (`-`: standard input); a
+    network's warnings go to `warn` (errors with `strict`: see `network_from_doc`).
 
     Raises:
         SpecError: every diagnostic of the frontend the document belongs to.
@@ -24,5 +26,5 @@ def load_model(path: str | Path) -> ModelSpec | NetworkSpec:
     text, source = read_document(path)
     doc = decode_document(text, source, values=False)
     if is_network_document(doc):
-        return load_network_doc(doc, source, path)
+        return load_network_doc(doc, source, path, strict=strict, warn=warn)
     return spec_from_doc(doc, source)

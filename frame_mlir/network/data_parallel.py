@@ -256,7 +256,7 @@ class DpTrainer:
         self.seconds += np.array([t1 - t0, t2 - t1, time.perf_counter() - t2])
         loss = 0.0
         for view, weight, mean in self._loss_terms:
-            value = float(view.reshape(-1)[0])
+            value = float(np.sum(view, dtype=np.float64))  # a loss of several elements
             loss += weight * (value / self.ranks if mean else value)
         return loss
 

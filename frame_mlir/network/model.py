@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,14 @@ if TYPE_CHECKING:
     from frame_mlir.frontend.network.lower import ArgRole, BuiltFunction, ParamInfo
     from frame_mlir.runtime.executable import Executable
 
-__all__ = ["SGD", "Adam", "Network", "Trainer", "load"]
+__all__ = ["SGD", "Adam", "Network", "NetworkWarning", "Trainer", "load"]
+
+
+class NetworkWarning(UserWarning):
+    """A quirk of a network file that the reference accepts and so do we (an unknown
+    option key, NET-002; an integer boolean it reads as the default, NET-012): the
+    text is `<source>: <rule> at <JSON pointer>: <message>`. `load(strict=True)`
+    makes these errors."""
 
 
 def _number(name: str, value: object, lo: float | None = None, lo_open: bool = False,
@@ -116,18 +124,28 @@ class Adam:
 
 def load(source: str | Path | Mapping[str, Any], *, seed: int = 0,
          options: CompileOptions | None = None, cache: Any = ENV_CACHE,
-         target: str = "cpu") -> Network:
+         target: str = "cpu", strict: bool = False) -> Network:
     """A network from a JSON file path or an already-parsed document, its parameters
     initialised the reference's way from `seed`; `target` "cuda" (or "cuda-emulator")
     compiles its functions as CUDA kernels.
 
+    What the reference accepts silently -- an unknown option key (NET-002), an integer
+    boolean it reads as the option's default (NET-012) -- is a `NetworkWarning` (shown
+    on stderr by Python's default filters; `net.spec.warnings` keeps them); with
+    `strict` these are errors too.
+
     Raises:
         frame_mlir.frontend.errors.SpecError: every diagnostic of an invalid network.
     """
-    if isinstance(source, Mapping):
-        spec = network_from_doc(dict(source))
-    else:
-        spec = load_network(source)
+    found: list[str] = []
+    try:
+        if isinstance(source, Mapping):
+            spec = network_from_doc(dict(source), strict=strict, warn=found.append)
+        else:
+            spec = load_network(source, strict=strict, warn=found.append)
+    finally:  # also before the errors of a document that fails
+        for line in found:
+            warnings.warn(line, NetworkWarning, stacklevel=3)  # at load()'s caller
     return Network(spec, seed=seed, options=options, cache=cache, target=target)
 
 
@@ -191,6 +209,15 @@ class Network:
             raise ValueError("set_parameters: " + "; ".join(problems))
         for name, arr in values.items():
             np.copyto(self._params[name], np.asarray(arr, dtype=np.float32))
+
+    def objective(self, outputs: Mapping[str, np.ndarray]) -> float:
+        """The training objective of `outputs` (as `forward` or `Trainer.step` return
+        them): the sum over the loss outputs of loss_weight times the sum of the
+        output's elements -- the reference's objective, whose gradient seed is the
+        weight on every element; for one-element losses, the weighted sum of the
+        losses. Summed in float64."""
+        return float(sum(o.loss_weight * float(np.sum(outputs[o.name], dtype=np.float64))
+                         for o in self.spec.losses if o.loss_weight is not None))
 
     def load_weights(self, path: str | Path, *, allow_missing: bool = False) -> None:
         """Load `.dlp`, HDF5 or `.npz` weights (told apart by their first bytes); every

@@ -252,11 +252,29 @@ def option_value(text: str) -> Any:
     return text
 
 
-def load_model(path: str | Path, overrides: Mapping[str, str] | None = None
-               ) -> ModelSpec | NetworkSpec:
+def add_strict_argument(p: argparse.ArgumentParser) -> None:
+    """`--strict`: a network's warnings are errors."""
+    p.add_argument("--strict", action="store_true",
+                   help="JSON networks: make the warnings about what the reference "
+                   "accepts (NET-002 unknown option keys, NET-012 integer booleans) "
+                   "errors; v0 specs are always strict")
+
+
+def print_warning(tool: str, line: str) -> None:
+    """`<tool>: warning: <line>` on stderr."""
+    sys.stderr.write(f"{tool}: warning: {line}\n")
+    sys.stderr.flush()
+
+
+def load_model(path: str | Path, overrides: Mapping[str, str] | None = None, *,
+               tool: str = "frame-run", strict: bool = False) -> ModelSpec | NetworkSpec:
     """Read and validate a v0 spec or a JSON network (`-`: standard input), as
     `frontend.detect.load_model` does, with a v0 spec's fields replaced first by
     `overrides` (option -> text, see `SPEC_OVERRIDES`; ignored for a network).
+
+    A network's warnings (what the reference accepts: NET-002, NET-012) go to stderr
+    as `<tool>: warning: <source>: <rule> at <pointer>: ...`; `strict` (`--strict`)
+    makes them errors. v0 specs have no warnings.
 
     The overrides go into the document before validation, so they meet the very rules
     of the fields they replace, and the spec built is the one an edited file would give
@@ -273,7 +291,8 @@ def load_model(path: str | Path, overrides: Mapping[str, str] | None = None
     text, source = read_document(path)
     doc = decode_document(text, source, values=False)
     if is_network_document(doc):
-        return load_network_doc(doc, source, path)
+        return load_network_doc(doc, source, path, strict=strict,
+                                warn=lambda line: print_warning(tool, line))
     if not overrides:
         return spec_from_doc(doc, source)
     at: dict[str, str] = {}  # JSON pointer -> the option that wrote it

@@ -1,7 +1,8 @@
 """frame-dslc: the seed tool's interface to schema-v0 model specs (and JSON networks).
 
     frame-dslc --check spec.json   validate; prints `OK <model name>` (for a JSON
-                                   network: `OK <file stem>`)
+                                   network: `OK <file stem>`, after its warnings on
+                                   stderr; `--strict` makes them errors)
     frame-dslc --run spec.json     compile and train in process (like frame-run)
     frame-dslc --emit spec.json -o DIR      write DIR/main.cpp + DIR/CMakeLists.txt:
                                    a standalone C++ program that trains the model
@@ -35,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", help="model spec (JSON, schema_version 0); - reads standard input")
     p.add_argument("-o", "--out", help="output directory for --emit")
     add_threads_argument(p, "with --run or --emit")
+    from frame_mlir.tools.driver import add_strict_argument
+
+    add_strict_argument(p)
     p.add_argument("--no-cache", action="store_true",
                    help="with --run: compile even if the compile cache holds this model "
                    "(also: FRAME_NO_CACHE=1), and store nothing")
@@ -86,7 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if given and misplaced:
                 verb = "applies" if len(given) == 1 else "apply"
                 build_parser().error(f"{', '.join(given)} {verb} to {applies} only")
-        model = load_model(args.spec, spec_overrides(args))
+        model = load_model(args.spec, spec_overrides(args), tool="frame-dslc",
+                           strict=args.strict)
         if args.check:
             print(f"OK {model.name}")
             return 0

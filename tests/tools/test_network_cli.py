@@ -113,19 +113,24 @@ def test_dslc_check_networks(capsys: pytest.CaptureFixture[str], name: str) -> N
 
 def test_dslc_check_bad_network(capsys: pytest.CaptureFixture[str],
                                 files: dict[str, Path]) -> None:
-    rc, out, err = run(capsys, frame_dslc.main, "--check", files["bad_net"])
-    assert rc != 0 and out == ""
-    lines = err.splitlines()
     src = str(files["bad_net"])
-    assert lines == [
+    errors = [
         f"frame-dslc: error: {src}: NET-000 at /inputs/0/shape/1: expected >= 1, found 0",
         f"frame-dslc: error: {src}: NET-001 at /operators/0/type: unknown operator type "
         "\"InnerProdct\" (did you mean 'InnerProduct'?) (known: "
-        + ", ".join(_known_types()) + ")",
-        f"frame-dslc: error: {src}: NET-002 at /operators/1/options/outputz: unknown option "
-        "'outputz' for InnerProduct (did you mean 'outputs'?) (its options: outputs, "
-        "inputs, bias, activation)",
-    ]
+        + ", ".join(_known_types()) + ")"]
+    net002 = (f"{src}: NET-002 at /operators/1/options/outputz: unknown option 'outputz' "
+              "for InnerProduct (did you mean 'outputs'?) (its options: outputs, inputs, "
+              "bias, activation)")
+    # the unknown option is a warning (the reference ignores it), printed first
+    rc, out, err = run(capsys, frame_dslc.main, "--check", files["bad_net"])
+    assert rc != 0 and out == ""
+    assert err.splitlines() == [
+        f"frame-dslc: warning: {net002}; ignored, as the reference ignores it", *errors]
+    # --strict: an error among the others, in document order
+    rc, out, err = run(capsys, frame_dslc.main, "--check", "--strict", files["bad_net"])
+    assert rc != 0 and out == ""
+    assert err.splitlines() == [*errors, f"frame-dslc: error: {net002}"]
 
 
 def _known_types() -> list[str]:
@@ -255,8 +260,9 @@ def test_run_errors(capsys: pytest.CaptureFixture[str], files: dict[str, Path],
 def test_run_bad_network(capsys: pytest.CaptureFixture[str], files: dict[str, Path]) -> None:
     rc, out, err = run(capsys, frame_run.main, files["bad_net"], "--data", files["train"])
     assert rc == 1 and out == ""
-    assert [re.search(r"NET-\d+", line).group() for line in err.splitlines()] == [
-        "NET-000", "NET-001", "NET-002"]
+    assert [re.search(r"(warning|error): .*(NET-\d+)", line).groups()
+            for line in err.splitlines()] == [
+        ("warning", "NET-002"), ("error", "NET-000"), ("error", "NET-001")]
 
 
 @pytest.mark.parametrize("flag", [["--epochs", "2"], ["--momentum", "0.5"],

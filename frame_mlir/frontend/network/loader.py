@@ -6,6 +6,7 @@ rule id, JSON pointer, expected vs found, all diagnostics at once):
 1. strict JSON (``JSON-001``, shared with the v0 frontend);
 2. the JSON Schema built from the operator table (`schema.py`): structure, types,
    operator types (``NET-001``), option keys (``NET-002``) and option values;
+   integer booleans the reference reads otherwise (``NET-012``);
 3. graph rules here: names and references (``NET-003``, ``NET-004``, ``NET-006``),
    operator arity (``NET-011``);
 4. shapes, dtypes, parameters and losses, found by building the network's frame IR
@@ -15,17 +16,27 @@ rule id, JSON pointer, expected vs found, all diagnostics at once):
 Rules:
 
 * ``NET-000`` structure: wrong type, missing member, unknown key, value out of range.
-* ``NET-001`` unknown operator type.           * ``NET-002`` unknown option key.
+* ``NET-001`` unknown operator type.
+* ``NET-002`` unknown option key: a warning (the reference ignores such keys), an
+  error with ``strict``.
 * ``NET-003`` a tensor that no input or earlier operator produces.
 * ``NET-004`` a duplicate name: input, operator, network output, or a tensor produced
   twice (other than in place).
 * ``NET-005`` shapes or option values that do not fit the inputs (the deduced shapes
   are in the message).
 * ``NET-006`` a cycle: a tensor consumed before the operator producing it runs.
-* ``NET-007`` a loss output that is not a scalar (one element).
+* ``NET-007`` retired: a loss output of several elements is the sum of its elements,
+  as in the reference (it was refused before).
 * ``NET-009`` a shared parameter used with different shapes or trainability.
 * ``NET-010`` a tensor of the wrong dtype (labels are int, everything else float).
 * ``NET-011`` the wrong number of inputs for the operator type.
+* ``NET-012`` an integer 0 / 1 for a boolean that differs from the option's default:
+  read as that boolean, while the reference reads every non-boolean value as the
+  default; a warning, an error with ``strict``.
+
+Warnings (``NET-002``, ``NET-012``) are the file's quirks that the reference accepts:
+the document loads, each warning goes to the caller's ``warn`` and is kept in
+``NetworkSpec.warnings``; ``strict=True`` reports them as errors with the others.
 
 In-place operators (an output named like one of the operator's inputs) are renamed to
 SSA values: the k-th redefinition of tensor ``x`` is the value ``x@k``; a later
@@ -34,9 +45,10 @@ reference to ``x`` means the latest definition.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -45,16 +57,22 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from frame_mlir.frontend.errors import Diagnostic, SpecError, make_pointer
-from frame_mlir.frontend.network.options import OPERATORS, with_defaults
+from frame_mlir.frontend.errors import Diagnostic, SpecError, make_pointer, split_pointer
+from frame_mlir.frontend.network.options import OPERATORS, REQUIRED, with_defaults
 from frame_mlir.frontend.network.schema import network_schema
 from frame_mlir.frontend.spec_v0 import brief_value, decode_document, json_type, read_document
 
-__all__ = ["InputSpec", "NetworkSpec", "OperatorSpec", "OutputSpec", "is_network_document",
-           "load_network", "network_from_doc"]
+__all__ = ["WARNING_RULES", "InputSpec", "NetworkSpec", "OperatorSpec", "OutputSpec", "Warn",
+           "is_network_document", "load_network", "network_from_doc"]
 
 #: dtype names of the format -> what the frame IR stores.
 DTYPES = ("float", "int")
+
+#: The rules that are warnings unless `strict`: what the reference accepts silently.
+WARNING_RULES = frozenset({"NET-002", "NET-012"})
+
+#: Receives each warning as one line, `<source>: <rule> at <pointer>: <message>`.
+Warn = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -104,6 +122,8 @@ class NetworkSpec:
     operators: tuple[OperatorSpec, ...]
     source: str = "<dict>"
     doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: NET-002 / NET-012 found in a non-strict load (the document loaded regardless)
+    warnings: tuple[Diagnostic, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def losses(self) -> list[OutputSpec]:
@@ -167,6 +187,11 @@ def _schema_diagnostics(error: ValidationError, doc: Any) -> list[Diagnostic]:
                            f"{_suggest(str(inst), list(OPERATORS))} (known: "
                            f"{', '.join(OPERATORS)})")]
     found = brief_value(inst)
+    boolean = _boolean_option(parts, doc)
+    if boolean is not None:
+        return [Diagnostic("NET-000", pointer, "a boolean (true, false, 0 or 1)",
+                           f"{json_type(inst)} {found}", f"{boolean}: expected a boolean "
+                           f"(true, false, 0 or 1), found {json_type(inst)} {found}")]
     if kind == "type":
         expected = vv if isinstance(vv, str) else " or ".join(vv)
         found = f"{json_type(inst)} {found}"
@@ -192,6 +217,58 @@ def _schema_diagnostics(error: ValidationError, doc: Any) -> list[Diagnostic]:
     else:
         expected = error.message
     return [Diagnostic("NET-000", pointer, expected, found)]
+
+
+def _boolean_option(parts: tuple[Any, ...], doc: Any) -> str | None:
+    """What the boolean at path `parts` is (`option 'ceil_mode' of Pooling2D`,
+    `operator key 'frozen'`), or None when the path holds no boolean."""
+    if len(parts) == 3 and parts[0] == "operators" and parts[2] == "frozen":
+        return "operator key 'frozen'"
+    if len(parts) != 4 or parts[0] != "operators" or parts[2] != "options":
+        return None
+    op_type = doc["operators"][parts[1]].get("type")
+    t = OPERATORS.get(op_type) if isinstance(op_type, str) else None
+    o = t.options.get(str(parts[3])) if t is not None else None
+    return f"option '{parts[3]}' of {op_type}" if o is not None and o.kind == "bool" else None
+
+
+def _integer_booleans(doc: Any) -> list[Diagnostic]:
+    """NET-012: an integer 0 / 1 where a boolean goes that differs from the default.
+
+    We read it as the boolean it stands for (what an ONNX export means by it); the
+    reference reads every value that is not a JSON boolean as the option's default
+    (`json::value::get(key, default)` catches the failed conversion), so there the two
+    readings differ. 0 / 1 equal to the default read alike and pass silently."""
+    out: list[Diagnostic] = []
+    ops = doc.get("operators") if isinstance(doc, dict) else None
+    for i, op in enumerate(ops if isinstance(ops, list) else ()):
+        if not isinstance(op, dict):
+            continue
+        t = OPERATORS.get(op["type"]) if isinstance(op.get("type"), str) else None
+        options = op.get("options")
+        given: list[tuple[tuple[Any, ...], Any, Any]] = [
+            (("operators", i, "frozen"), op.get("frozen"), False)]
+        if t is not None and isinstance(options, dict):
+            given += [(("operators", i, "options", k), v, t.options[k].default)
+                      for k, v in options.items()
+                      if k in t.options and t.options[k].kind == "bool"]
+        for parts, value, default in given:
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or value not in (0, 1) or default in (None, REQUIRED) \
+                    or bool(value) == default:
+                continue
+            what = _boolean_option(parts, doc)
+            out.append(Diagnostic(
+                "NET-012", make_pointer(parts), "true or false", f"integer {brief_value(value)}",
+                f"{what}: integer {brief_value(value)} is read as {json.dumps(bool(value))}; "
+                "the reference reads a value that is not a JSON boolean as the default, "
+                f"{json.dumps(default)} (write {json.dumps(bool(value))} to say it)"))
+    return out
+
+
+def _pointer_key(d: Diagnostic) -> list[tuple[int, int | str]]:
+    """Document order of a diagnostic's JSON pointer (array indices numerically)."""
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in split_pointer(d.pointer)]
 
 
 # --------------------------------------------------------------------------- graph layer
@@ -230,7 +307,8 @@ def _graph(doc: dict[str, Any], name: str, source: str
                 f"#{op_names[op['name']]})"))
         op_names.setdefault(op["name"], i)
         t = OPERATORS[op["type"]]
-        n_in = len(op["inputs"])
+        op_inputs = op.get("inputs", [])  # the reference's default: none (a Parameter)
+        n_in = len(op_inputs)
         if (t.inputs is None and n_in < 1) or (t.inputs is not None and n_in != t.inputs):
             want = "at least 1" if t.inputs is None else str(t.inputs)
             diags.append(Diagnostic("NET-011", f"{ptr}/inputs", f"{want} input(s)",
@@ -238,7 +316,7 @@ def _graph(doc: dict[str, Any], name: str, source: str
                                     f"tensor(s), found {n_in}"))
         ins: list[str] = []
         ok = True
-        for k, tname in enumerate(op["inputs"]):
+        for k, tname in enumerate(op_inputs):
             if tname in latest:
                 ins.append(latest[tname][0])
                 continue
@@ -259,7 +337,7 @@ def _graph(doc: dict[str, Any], name: str, source: str
                     f"{_suggest(tname, known)}: no input or earlier operator produces it"))
         outs: list[str] = []
         for k, tname in enumerate(op["outputs"]):
-            if tname in latest and tname not in op["inputs"]:
+            if tname in latest and tname not in op_inputs:
                 prev = latest[tname][1]
                 by = "a network input" if prev < 0 else \
                     f"operator '{doc['operators'][prev]['name']}' (#{prev})"
@@ -311,11 +389,15 @@ def _graph(doc: dict[str, Any], name: str, source: str
 
 
 def network_from_doc(doc: object, source: str = "<dict>", name: str = "network",
-                     check_shapes: bool = True) -> NetworkSpec:
+                     check_shapes: bool = True, *, strict: bool = False,
+                     warn: Warn | None = None) -> NetworkSpec:
     """Validate a parsed network document and return its NetworkSpec.
 
     With `check_shapes` (the default) the frame IR is built once, so shape, dtype,
-    parameter and loss errors are reported here too.
+    parameter and loss errors are reported here too. What the reference accepts
+    silently -- an unknown option key (NET-002), an integer boolean it reads as the
+    default (NET-012) -- is a warning: passed to `warn` as one line each (before any
+    error is raised) and kept in the result's `warnings`; `strict` makes them errors.
 
     Raises:
         SpecError: with every diagnostic found.
@@ -332,12 +414,29 @@ def network_from_doc(doc: object, source: str = "<dict>", name: str = "network",
         raise SpecError(diags, source)
     diags = [d for e in sorted(_validator().iter_errors(doc), key=lambda e: list(
         map(str, e.absolute_path))) for d in _schema_diagnostics(e, doc)]
+    diags = list(dict.fromkeys(diags))  # sub-schemas repeat some
+    quirks = _integer_booleans(doc)
+    if strict:
+        if quirks:
+            diags = sorted(diags + quirks, key=_pointer_key)
+        warnings: list[Diagnostic] = []
+    else:
+        ignored = [dataclasses.replace(d, message=f"{d.message}; ignored, as the "
+                                       "reference ignores it")
+                   for d in diags if d.rule == "NET-002"]
+        warnings = sorted(ignored + quirks, key=_pointer_key)
+        diags = [d for d in diags if d.rule not in WARNING_RULES]
+    for w in warnings:
+        if warn is not None:
+            warn(f"{source}: {w}")
     if diags:
-        raise SpecError(list(dict.fromkeys(diags)), source)  # sub-schemas repeat some
+        raise SpecError(diags, source)
     spec, diags = _graph(doc, name, source)
     if diags:
         raise SpecError(diags, source)
     assert spec is not None
+    if warnings:
+        spec = dataclasses.replace(spec, warnings=tuple(warnings))
     if check_shapes:
         from frame_mlir.frontend.network.lower import check_network
 
@@ -349,16 +448,20 @@ def _stem(path: str | Path) -> str:
     return "network" if str(path) == "-" else Path(path).stem
 
 
-def load_network(path: str | Path) -> NetworkSpec:
-    """Read, parse and validate the network file at `path` (`-`: standard input).
+def load_network(path: str | Path, *, strict: bool = False,
+                 warn: Warn | None = None) -> NetworkSpec:
+    """Read, parse and validate the network file at `path` (`-`: standard input);
+    `strict` and `warn` as for `network_from_doc`.
 
     Raises:
         SpecError: with every diagnostic found.
     """
     text, source = read_document(path)
-    return load_network_doc(decode_document(text, source, values=False), source, path)
+    return load_network_doc(decode_document(text, source, values=False), source, path,
+                            strict=strict, warn=warn)
 
 
-def load_network_doc(doc: object, source: str, path: str | Path) -> NetworkSpec:
+def load_network_doc(doc: object, source: str, path: str | Path, *, strict: bool = False,
+                     warn: Warn | None = None) -> NetworkSpec:
     """Validate a document parsed from the file at `path` (named after its stem)."""
-    return network_from_doc(doc, source, _stem(path))
+    return network_from_doc(doc, source, _stem(path), strict=strict, warn=warn)

@@ -5,9 +5,10 @@
     @<name>(inputs..., params and constants...) -> (outputs..., loss, stats...)
 
 where `loss` (present when the network has loss outputs) is the weighted sum of the
-loss outputs (`frame.loss_index` names it, so frame-autodiff differentiates it), and
-`stats` are the BatchNorm running statistics after the step, each written into its
-own argument (`frame.aliasing_output`). `"test"` mode builds the inference graph:
+loss outputs, each summed over its elements as the reference's objective is
+(`frame.loss_index` names it, so frame-autodiff differentiates it), and `stats` are
+the BatchNorm running statistics after the step, each written into its own argument
+(`frame.aliasing_output`). `"test"` mode builds the inference graph:
 BatchNorm normalises with the running statistics and nothing is updated; it returns
 the outputs only.
 
@@ -38,7 +39,8 @@ from frame_mlir.nn.graph import Graph
 from frame_mlir.passes.common import set_arg_attr
 from frame_mlir.passes.frame_autodiff import LOSS_INDEX
 
-__all__ = ["ArgRole", "BuiltFunction", "ParamInfo", "build_function", "check_network"]
+__all__ = ["ArgRole", "BuiltFunction", "ParamInfo", "build_function", "check_network",
+           "label_classes"]
 
 
 @dataclass(frozen=True)
@@ -215,20 +217,17 @@ class _Builder:
             results.append(v)
             if o.loss_weight is None:
                 continue
-            shape = _shape(v)
-            if math.prod(shape) != 1:
-                diags.append(Diagnostic(
-                    "NET-007", f"/outputs/{i}", "a scalar loss (one element)", _fmt(shape),
-                    f"output '{o.name}' is a loss (its name starts with 'loss' or it has a "
-                    f"loss_weight) but has shape {_fmt(shape)}; a loss must have one element "
-                    "(use reduce 'mean' or 'sum')"))
-                continue
             if not isinstance(frame.element_type(v), builtin.Float32Type):
                 diags.append(Diagnostic("NET-010", f"/outputs/{i}", "a float loss",
                                         str(frame.element_type(v)),
                                         f"loss output '{o.name}' is not a float tensor"))
                 continue
-            scalar = self.reshape(v, [])
+            # The reference seeds the gradient of every element of a loss tensor with
+            # the loss weight, whatever its shape: its objective is the sum of the
+            # elements (its benchmark nets name the [B, 1000] logits `loss`).
+            shape = _shape(v)
+            scalar = self.reshape(v, []) if math.prod(shape) == 1 else \
+                self.emit(frame.SumOp(v, list(range(len(shape)))))
             if o.loss_weight != 1.0:
                 scalar = self.emit(frame.ScaleOp(scalar, o.loss_weight))
             losses.append(scalar)
@@ -656,7 +655,7 @@ def build_function(spec: NetworkSpec, mode: str, fn_name: str | None = None
     """The network's function for `mode` ("train" or "test").
 
     Raises:
-        SpecError: NET-005 / NET-007 / NET-009 / NET-010 diagnostics, all of them.
+        SpecError: NET-005 / NET-009 / NET-010 diagnostics, all of them.
     """
     if mode not in ("train", "test"):
         raise ValueError(f"mode expected 'train' or 'test', found {mode!r}")
@@ -672,6 +671,23 @@ def _symbol(name: str) -> str:
     """A function symbol from the network's name."""
     out = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name)
     return out if out and not out[0].isdigit() else f"net_{out}"
+
+
+def label_classes(spec: NetworkSpec) -> dict[str, int]:
+    """The class count of each int input that a SoftmaxWithLoss or NLLLoss reads as its
+    labels: dim 1 of the scores beside it (the smallest, if several losses read it).
+    Labels in [0, count) are in range for all of them."""
+    builder = _Builder(spec, "test", _symbol(spec.name))
+    built, diags = builder.build()
+    if diags:
+        raise SpecError(diags, spec.source)
+    ints = {i.name for i in spec.inputs if i.dtype == "int"}
+    out: dict[str, int] = {}
+    for op in spec.operators:
+        if op.type in ("SoftmaxWithLoss", "NLLLoss") and op.inputs[1] in ints:
+            count = _shape(builder.values[op.inputs[0]])[1]
+            out[op.inputs[1]] = min(count, out.get(op.inputs[1], count))
+    return out
 
 
 def check_network(spec: NetworkSpec) -> None:

@@ -6,7 +6,8 @@ option without a default. Kinds:
 
     int, pos_int   an integer (>= 1 for pos_int)
     number         a finite number
-    bool           true / false
+    bool           true / false, or the integer 0 / 1 (the reference's ONNX-converted
+                   networks write `"count_include_pad": 0`)
     pair           an integer or a list of two (height, width), e.g. kernel 3 or [3, 5]
     int_list       a list of integers
     shape          a non-empty list of positive integers
@@ -152,12 +153,18 @@ LOSS_TYPES = ("SoftmaxWithLoss", "NLLLoss", "MSELoss")
 
 def with_defaults(op_type: str, given: dict[str, Any]) -> dict[str, Any]:
     """`given` options completed with the type's defaults (REQUIRED ones must be given:
-    the schema checked that)."""
+    the schema checked that). Unknown keys are dropped (the loader warned about them,
+    as the reference ignores them); an integer 0 / 1 for a boolean becomes False / True."""
     options = OPERATORS[op_type].options
     out = {k: o.default for k, o in options.items() if o.default is not REQUIRED}
     for k, v in given.items():
-        kind = options[k].kind if k in options else None
-        out[k] = _integral(v) if kind in _INTEGER_KINDS else v
+        if k not in options:
+            continue
+        kind = options[k].kind
+        if kind == "bool":
+            out[k] = bool(v)
+        else:
+            out[k] = _integral(v) if kind in _INTEGER_KINDS else v
     return out
 
 

@@ -14,6 +14,9 @@ from frame_mlir.frontend.network.options import OPERATORS, REQUIRED, Option
 
 _NAME = {"type": "string", "minLength": 1}
 _POS_INT = {"type": "integer", "minimum": 1}
+#: A boolean, or the integer 0 or 1: the reference's ONNX-converted networks write
+#: `"count_include_pad": 0` (docs/network-format.md, "Files of the reference").
+BOOLEAN: dict[str, Any] = {"type": ["boolean", "integer"], "minimum": 0, "maximum": 1}
 
 
 def _option_schema(o: Option) -> dict[str, Any]:
@@ -24,7 +27,7 @@ def _option_schema(o: Option) -> dict[str, Any]:
     if o.kind == "number":
         return {"type": "number"}
     if o.kind == "bool":
-        return {"type": "boolean"}
+        return dict(BOOLEAN)
     if o.kind == "enum":
         return {"enum": list(o.choices)}
     if o.kind == "pair":
@@ -53,14 +56,14 @@ def network_schema() -> dict[str, Any]:
                                   **({"required": ["options"]} if required else {})}})
     operator = {
         "type": "object",
-        "required": ["name", "type", "inputs", "outputs"],
+        "required": ["name", "type", "outputs"],
         "additionalProperties": False,
         "properties": {
             "name": _NAME,
             "type": {"enum": list(OPERATORS)},
-            "inputs": {"type": "array", "items": _NAME},
+            "inputs": {"type": "array", "items": _NAME},  # default [] (a Parameter)
             "outputs": {"type": "array", "items": _NAME, "minItems": 1, "maxItems": 1},
-            "frozen": {"type": "boolean"},
+            "frozen": dict(BOOLEAN),
             "options": {"type": "object"},
             "params": {"type": "array", "items": {"type": "string"}},
         },
