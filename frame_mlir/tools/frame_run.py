@@ -15,6 +15,8 @@ train it.
     frame-run spec.json --data d.npz --load-weights w.npz --save-weights out.onnx
                                              data from a file, parameters in and out
     frame-run spec.json --plot loss.png      the loss of every step as a PNG
+    frame-run net.json --benchmark           time a network's train and test steps on a
+                                             random batch: `train ms/batch`, `test ms/batch`
     frame-run spec.json --target cuda        train on an NVIDIA GPU (the [cuda] extra)
     frame-run spec.json --target cuda --emit-stage=ptx
                                              the PTX of every kernel (no GPU needed)
@@ -60,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compile even if the compile cache holds this model (also: "
                    "FRAME_NO_CACHE=1), and store nothing")
     add_threads_argument(p, "training and --emit-stage")
+    from frame_mlir.tools.driver import add_strict_argument
+
+    add_strict_argument(p)
     from frame_mlir.tools.compile_flags import add_compile_arguments
 
     add_compile_arguments(p)
@@ -125,14 +130,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.cuda_arch is not None and args.target == "cpu":
             parser.error("--cuda-arch applies to --target cuda")
         args.cuda_arch = args.cuda_arch or "sm_80"
-        spec = load_model(args.spec, spec_overrides(args))
+        spec = load_model(args.spec, spec_overrides(args) if not args.benchmark else None,
+                          strict=args.strict)
+        from frame_mlir.tools.network_bench import check_benchmark_flags, run_benchmark
+
+        warmup, timed = check_benchmark_flags(args, not isinstance(spec, ModelSpec), args.spec)
         if not isinstance(spec, ModelSpec):  # a JSON network
-            v0_only = flags_given(args, ("steps", "log_every"))
-            if args.print_predictions:  # a store_true flag: False, not None, when absent
-                v0_only.append("--print-predictions")
-            if v0_only:
-                parser.error(_verb(v0_only, "applies", "apply") + " to v0 model specs only")
-            if args.emit_stage:
+            if not args.benchmark:  # which refuses these flags itself (BENCH-002)
+                v0_only = flags_given(args, ("steps", "log_every"))
+                if args.print_predictions:  # store_true: False, not None, when absent
+                    v0_only.append("--print-predictions")
+                if v0_only:
+                    parser.error(_verb(v0_only, "applies", "apply") + " to v0 model specs "
+                                 "only" + (" (--steps: and to a network's --benchmark)"
+                                           if args.steps is not None else ""))
+            if args.emit_stage and not args.benchmark:
                 ignored = flags_given(args, ("lr", *RUN_FILE_FLAGS)) + network_flags_given(args)
                 if ignored:
                     parser.error(_verb(ignored, "needs", "need") + " a training run; "
@@ -151,6 +163,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 from frame_mlir.backend.cuda.driver import CudaDevice
 
                 CudaDevice().close()  # no GPU (CUDA-001..003) costs no compile
+            if args.benchmark:
+                return run_benchmark(spec, args, sys.stdout, warmup=warmup, steps=timed,
+                                     options=compile_options(args.threads),
+                                     use_cache=not args.no_cache, target=args.target,
+                                     print_ir_after_all=args.print_ir_after_all)
             return run_network(spec, args, sys.stdout, options=compile_options(args.threads),
                                print_ir_after_all=args.print_ir_after_all,
                                use_cache=not args.no_cache, target=args.target)

@@ -68,6 +68,9 @@ def add_network_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=_seed, default=None,
                    help="seed of the initial parameters, the shuffle and the digits split "
                    "(default 0)")
+    from frame_mlir.tools.network_bench import add_benchmark_arguments
+
+    add_benchmark_arguments(g)
 
 
 def _positive_int(text: str) -> int:
@@ -135,6 +138,23 @@ def scheduled_lr(base: float, schedule: tuple[str, int, float] | None, epoch: in
     return base * 0.5 * (1.0 + math.cos(math.pi * step / max(total_steps, 1)))
 
 
+def network_solver(args: argparse.Namespace) -> SGD | Adam:
+    """The solver the command line asks for: `--solver` (sgd), with `--lr`,
+    `--momentum`, `--weight-decay`, `--semantics` over the reference's defaults."""
+    from frame_mlir.network.model import SGD, Adam
+
+    kind = args.solver or "sgd"
+    if kind == "adam" and (args.momentum is not None or args.semantics is not None):
+        raise ValueError("--momentum and --semantics apply to --solver sgd only")
+    d = SOLVER_DEFAULTS[kind]
+    lr = d["lr"] if args.lr is None else args.lr
+    wd = d["weight_decay"] if args.weight_decay is None else args.weight_decay
+    if kind == "sgd":
+        return SGD(lr, d["momentum"] if args.momentum is None else args.momentum, wd,
+                   args.semantics or "dlprim")
+    return Adam(lr, weight_decay=wd)
+
+
 def _accuracy_pair(spec: NetworkSpec) -> tuple[str, str] | None:
     """(scores value, label input) of the first SoftmaxWithLoss / NLLLoss whose labels
     are a network input: argmax of the scores against the labels is the accuracy."""
@@ -158,7 +178,7 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     the lines before it from the checkpoint, and ends as the uninterrupted run does."""
     from frame_mlir.frontend.network.data import InputDecl, batches, load_source
     from frame_mlir.frontend.network.loader import OutputSpec
-    from frame_mlir.network.model import SGD, Adam, Network
+    from frame_mlir.network.model import Network
     from frame_mlir.runtime import distributed
     from frame_mlir.runtime.checkpoint import digest
     from frame_mlir.tools.dp_run import checkpoint_path
@@ -171,9 +191,8 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
         raise ValueError(f"{spec.source}: the network has no loss output (an output whose "
                          "name starts with 'loss', or one given with a loss_weight): there "
                          "is nothing to train")
-    solver_kind = args.solver or "sgd"
-    if solver_kind == "adam" and (args.momentum is not None or args.semantics is not None):
-        raise ValueError("--momentum and --semantics apply to --solver sgd only")
+    solver = network_solver(args)  # first: a bad flag costs no data loading
+    solver_kind = solver.kind
     job = distributed.current()
     root = job is None or job.rank == 0
     every: int | None = getattr(args, "checkpoint_every", None)
@@ -196,15 +215,7 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
         # the scores become one more output, so the test graph returns them
         spec = dataclasses.replace(spec, outputs=(
             *spec.outputs, OutputSpec(pair[0], pair[0], None)))
-    d = SOLVER_DEFAULTS[solver_kind]
-    lr0 = d["lr"] if args.lr is None else args.lr
-    wd = d["weight_decay"] if args.weight_decay is None else args.weight_decay
-    solver: SGD | Adam
-    if solver_kind == "sgd":
-        solver = SGD(lr0, d["momentum"] if args.momentum is None else args.momentum, wd,
-                     args.semantics or "dlprim")
-    else:
-        solver = Adam(lr0, weight_decay=wd)
+    lr0 = solver.lr
     epochs = args.epochs or 1
     run_id = ""
     if job is not None or ckpt_file is not None or resume is not None:
@@ -258,8 +269,8 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
         trainer = net.trainer(solver)
 
         def step_loss(feed: dict[str, np.ndarray]) -> float:
-            outs = trainer.step(feed)
-            return sum(w * float(outs[n][0]) for n, w in weights.items())
+            # the objective: sum of weight x the sum of each loss's elements
+            return net.objective(trainer.step(feed))
     net.compile(test_mode=data.held_out is not None and pair is not None)
     compile_seconds = time.perf_counter() - t0
     per_epoch = data.train.samples // spec.inputs[0].shape[0]

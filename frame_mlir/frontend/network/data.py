@@ -56,6 +56,7 @@ __all__ = [
     "Split",
     "batches",
     "load_source",
+    "random_feed",
 ]
 
 DIGITS = "digits"
@@ -415,3 +416,31 @@ def batches(split: Split, inputs: Sequence[InputDecl], *, shuffle: bool, seed: i
             yield {name: a[rows] for name, a in columns}
 
     return feeds(), n - full * bs
+
+
+def random_feed(inputs: Sequence[InputDecl], classes: Mapping[str, int], seed: int
+                ) -> dict[str, np.ndarray]:
+    """The random batch of ``frame-run NET --benchmark``: one feed of the declared shapes.
+
+    Every value comes from one ``std::mt19937(seed mod 2^32)`` (`runtime/random.py`),
+    drawn input by input in declaration order, row-major: a ``"float"`` input takes
+    U[-1, 1) with the project's float mapping (docs/spec-format.md, "The random
+    source"); an ``"int"`` input takes ``u % classes[name]`` of each raw 32-bit output
+    ``u`` -- labels in range for the losses that read it -- or 0 where `classes` has
+    no entry (no loss reads it), which draws nothing. Simple enough to draw the same
+    batch in a C++ program.
+    """
+    from frame_mlir.runtime.random import MT19937, uniform_float32
+
+    engine = MT19937(seed % 2**32)
+    feed: dict[str, np.ndarray] = {}
+    for d in inputs:
+        n = math.prod(d.shape)
+        if d.dtype == "float":
+            feed[d.name] = uniform_float32(engine, n, -1.0, 1.0).reshape(d.shape)
+        elif d.name in classes:
+            u = engine.next_u32(n).astype(np.uint64)
+            feed[d.name] = (u % np.uint64(classes[d.name])).astype(np.int32).reshape(d.shape)
+        else:
+            feed[d.name] = np.zeros(d.shape, np.int32)
+    return feed
