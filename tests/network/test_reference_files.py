@@ -13,7 +13,8 @@ them (docs/network-format.md, "Files of the reference"):
   its gradient seed the weight on every element (against the PyTorch oracle, and by
   hand), reported so by `Network.objective` and by frame-run's loss lines;
 * an operator without `inputs` (the reference's default: none);
-* the benchmark's random batch (`random_feed`): shapes, ranges, seeded.
+* the benchmark's random batch (`random_feed`): shapes, ranges, seeded;
+* bench/networks.py's VGG-16, AlexNet and ResNet-18 in the reference's style.
 """
 
 from __future__ import annotations
@@ -273,3 +274,37 @@ def test_label_classes() -> None:
                {"name": "loss", "type": "SoftmaxWithLoss", "inputs": ["fc", "y"],
                 "outputs": ["loss"]}]}
     assert label_classes(network_from_doc(doc)) == {"y": 9}
+
+
+# --------------------------------------------------------------------------- bench networks
+
+
+def _bench_networks() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_networks",
+                                                  ROOT / "bench" / "networks.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize(("name", "count"), [("vgg16", 138_357_544), ("alexnet", 61_100_840),
+                                             ("resnet18", 11_689_512)])
+def test_bench_networks_in_the_reference_style(name: str, count: int) -> None:
+    """bench/networks.py's torchvision networks (parameter counts as torchvision's) as
+    the reference's benchmark files write them: input `data` only, the [8, 1000] logits
+    named `loss`, integer booleans on the poolings; they load without a warning."""
+    networks = _bench_networks()
+    doc = networks.reference_style(getattr(networks, name)(batch=8, size=224))
+    assert [i["name"] for i in doc["inputs"]] == ["data"] and doc["outputs"] == ["loss"]
+    assert all(op["type"] != "SoftmaxWithLoss" for op in doc["operators"])
+    pools = [op["options"] for op in doc["operators"] if op["type"] == "Pooling2D"]
+    assert pools and all(o["count_include_pad"] == 0 and o["ceil_mode"] == 0 for o in pools)
+    spec = network_from_doc(doc)
+    assert spec.warnings == ()
+    built = build_function(spec, "test")
+    assert sum(int(np.prod(p.shape)) for p in built.params if p.trainable) == count
+    assert [o.name for o in spec.losses] == ["loss"]
+    assert str(built.fn.function_type.outputs.data[0]) == "tensor<8x1000xf32>"
