@@ -258,7 +258,7 @@ def main() -> int:
             f"{'-':>8}"
 
     print(f"\n{'network':13} {'frame train':>11} {'eager train':>11} {'ratio':>8} "
-          f"{'frame test':>10} {'eager test':>10} {'ratio':>8} {'frame img/s':>11} "
+          f"{'frame test':>10} {'eager test':>10} {'ratio':>8} {'train img/s':>11} "
           f"{'compile s':>9}   (ms/batch; ratio = frame / eager)")
     for key, fr, th in rows:
         train = fr.get("train")

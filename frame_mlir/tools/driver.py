@@ -163,9 +163,12 @@ def add_training_arguments(p: argparse.ArgumentParser, *, networks: bool) -> Non
     overrides of a v0 spec and the files of a run. With `networks`, the help also says
     what `--lr`, `--data` and the weights options mean for a JSON network."""
     g = p.add_argument_group(
-        "training runs" + (" (--steps, --log-every: v0 specs only)" if networks else ""))
+        "training runs" + (" (--steps, --log-every: v0 specs only; --steps also: a "
+                           "network's --benchmark)" if networks else ""))
     g.add_argument("--steps", metavar="N",
-                   help="v0 spec: train N steps instead of training.steps (1..2^31-1)")
+                   help="v0 spec: train N steps instead of training.steps (1..2^31-1)"
+                   + ("; network with --benchmark: timed iterations (default 20)"
+                      if networks else ""))
     g.add_argument("--lr", metavar="LR",
                    help="v0 spec: the learning rate instead of optimizer.learning_rate "
                    "(> 0, non-zero in float32)"
