@@ -66,6 +66,8 @@ sys.path.insert(0, str(BENCH))
 
 from bench_workloads import limit_cores, versions  # noqa: E402
 
+from frame_mlir.tools.network_bench import ms_per_call  # noqa: E402
+
 MODELS = ("resnet18", "mobilenet_v2", "vgg16", "alexnet")
 TITLES = {"resnet18": "ResNet-18", "mobilenet_v2": "MobileNet-v2", "vgg16": "VGG-16",
           "alexnet": "AlexNet"}
@@ -140,20 +142,10 @@ def worker_torch(path: str, threads: int, warmup: int, steps: int) -> None:
             model(x, None)
 
     model.train()
-    out = {"train": timed(train, warmup, steps)}
+    out = {"train": ms_per_call(train, warmup, steps)}
     model.eval()
-    out["test"] = timed(test, warmup, steps)
+    out["test"] = ms_per_call(test, warmup, steps)
     print(json.dumps(out))
-
-
-def timed(call: Any, warmup: int, steps: int) -> float:
-    """ms per call: `warmup` untimed calls, then the mean of `steps` (as --benchmark)."""
-    for _ in range(warmup):
-        call()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        call()
-    return (time.perf_counter() - t0) * 1000.0 / steps
 
 
 def run_torch(path: Path, threads: int, warmup: int, steps: int) -> dict[str, Any]:

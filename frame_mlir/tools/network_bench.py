@@ -168,17 +168,18 @@ def run_benchmark(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
                          "'loss...' or given with a loss_weight): no training step to "
                          "time\n")
     else:
-        out.write(_line("train", _time(lambda: trainer.step(feed), warmup, steps), batch))
+        out.write(_line("train", ms_per_call(lambda: trainer.step(feed), warmup, steps), batch))
         out.flush()
-    out.write(_line("test", _time(lambda: net.forward(feed, test_mode=True), warmup,
+    out.write(_line("test", ms_per_call(lambda: net.forward(feed, test_mode=True), warmup,
                                   steps), batch))
     out.flush()
     sys.stderr.write(f"{tool}: {spec.name}: compiled in {compile_seconds:.2f} s\n")
     return 0
 
 
-def _time(call: Callable[[], object], warmup: int, steps: int) -> float:
-    """Milliseconds per call: `warmup` untimed calls, then the mean of `steps`."""
+def ms_per_call(call: Callable[[], object], warmup: int, steps: int) -> float:
+    """Milliseconds per call: `warmup` untimed calls, then the mean of `steps` (also
+    the protocol of `bench/bench_reference_nets.py`'s PyTorch side)."""
     for _ in range(warmup):
         call()
     start = time.perf_counter()

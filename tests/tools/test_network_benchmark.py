@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+# The tiny net and the in-process runner of the network CLI's tests.
+from test_network_cli import NET, run  # noqa: E402
 
 from frame_mlir.tools import frame_dslc, frame_run
 
@@ -24,35 +26,12 @@ REFERENCE = ROOT / "testdata" / "networks" / "reference_style.json"
 TINY_V0 = ROOT / "testdata" / "tiny_mlp.json"
 NUM = r"[0-9]+\.[0-9]+"
 
-NET: dict[str, Any] = {
-    "inputs": [{"name": "data", "shape": [8, 4]},
-               {"name": "label", "shape": [8], "dtype": "int"}],
-    "outputs": ["loss"],
-    "operators": [
-        {"name": "fc1", "type": "InnerProduct", "inputs": ["data"], "outputs": ["h"],
-         "options": {"outputs": 8, "activation": "relu"}},
-        {"name": "fc2", "type": "InnerProduct", "inputs": ["h"], "outputs": ["fc2"],
-         "options": {"outputs": 3}},
-        {"name": "loss", "type": "SoftmaxWithLoss", "inputs": ["fc2", "label"],
-         "outputs": ["loss"]},
-    ],
-}
-
 
 @pytest.fixture(scope="module")
 def net(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("bench") / "tiny.json"
     path.write_text(json.dumps(NET))
     return path
-
-
-def run(capsys: pytest.CaptureFixture[str], main: Any, *args: object
-        ) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err and "internal error" not in err, err
-    return rc, out, err
 
 
 def timings(out: str, header: str, kinds: tuple[str, ...] = ("train", "test")
