@@ -559,29 +559,73 @@ def _channel_reduce(lw: Any, inputs: Sequence[SSAValue], rows: Sequence[SSAValue
                     ) -> list[SSAValue]:
     """`n_out` f32 [C] sums over the non-channel dims of same-shaped `inputs`, reading
     the [C] tensors `rows` per channel; `body` gets the elements, the row values and the
-    accumulators and returns the new accumulators."""
+    accumulators and returns the new accumulators.
+
+    With the channel before the last dim (NCHW), one running sum per channel would be a
+    chain of N*H*W dependent adds (4 cycles each: batch norm's passes took ~10% of
+    ResNet-18's step), and splitting it into vector lanes reassociates the sum, in an
+    order only LLVM's vectorizer knows: the emitted C++ could not give the same bits.
+    So, as `frame_reduce._column_sum` does, each column w of the last dim keeps its own
+    partial, `partial[c, w] += x[n, c, h, w]` over the other dims in row-major order
+    (the innermost loop parallel: contiguous loads, a vector lane per column, a row of
+    partials that stays in L1), and then `sum[c] = ((partial[c, 0] + partial[c, 1]) +
+    ...)`. The order depends on the shape alone: the same bits on every backend,
+    vector width and thread count (the channel loop leads; the threads split it)."""
     shape = list(_frame.static_shape(inputs[0]) or ())
-    x_map, c_map, its = _channel_space(shape, axis)
+    rank = len(shape)
     c_type = _frame.tensor_type([shape[axis]])
+    last = rank - 1
+    others = [d for d in range(rank) if d not in (axis, last)]
+    if axis == last or not others:
+        # The channel is the innermost dim (parallel: it vectorizes as it is), or the
+        # only other dim is the last one: one short chain per channel.
+        x_map, c_map, its = _channel_space(shape, axis)
+        inits = [lw.filled(c_type, 0.0) for _ in range(n_out)]
+        maps = [x_map] * len(inputs) + [c_map] * (len(rows) + n_out)
+        return _generic_n(lw, [*inputs, *rows], inits, maps, its, body)
+    # The columns: the last dim, with the dims before it down to the channel while the
+    # partials stay small (`frame-collapse-dims` then makes 7 x 7 one loop of 49).
+    cols = [last]
+    while cols[0] - 1 > axis and shape[cols[0] - 1] * prod(shape[d] for d in cols) <= \
+            PARTIALS_MAX:
+        cols.insert(0, cols[0] - 1)
+    summed = [d for d in range(rank) if d != axis and d not in cols]
+    order = [axis, *summed, *cols]  # loop i iterates dim order[i]
+    pos = {d: i for i, d in enumerate(order)}
+    x_map = dims_map(rank, [pos[d] for d in range(rank)])
+    p_type = _frame.tensor_type([shape[axis], *(shape[d] for d in cols)])
+    partials = [lw.filled(p_type, 0.0) for _ in range(n_out)]
+    p_map = dims_map(rank, [0, *range(rank - len(cols), rank)])
+    maps = [x_map] * len(inputs) + [dims_map(rank, [0])] * len(rows) + [p_map] * n_out
+    partials = _generic_n(lw, [*inputs, *rows], partials, maps,
+                          [PAR] + [RED] * len(summed) + [PAR] * len(cols), body)
     inits = [lw.filled(c_type, 0.0) for _ in range(n_out)]
-    maps = [x_map] * len(inputs) + [c_map] * (len(rows) + n_out)
-    if n_out == 1:
-        return [lw.generic([*inputs, *rows], inits[0], maps, its,
-                           lambda b, a: body(b, a)[0])]
-    return lw.generic_multi([*inputs, *rows], inits, maps, its, body)
+    k = 1 + len(cols)
+    return _generic_n(lw, partials, inits,
+                      [identity_map(k)] * n_out + [dims_map(k, [0])] * n_out,
+                      [PAR] + [RED] * len(cols),
+                      lambda b, a: [_accumulate(b, acc, p)
+                                    for p, acc in zip(a[:n_out], a[n_out:], strict=True)])
 
 
-REASSOC = arith.FastMathFlagsAttr([arith.FastMathFlag.REASSOC])
+PARTIALS_MAX = 4096
+"""Most partial sums per channel `_channel_reduce` keeps (16 KB: a row of them stays in
+L1 while the batch is added into it)."""
+
+
+def _generic_n(lw: Any, inputs: Sequence[SSAValue], inits: Sequence[SSAValue],
+               maps: Sequence[Any], its: Sequence[Any],
+               body: Callable[[Builder, Sequence[SSAValue]], list[SSAValue]]
+               ) -> list[SSAValue]:
+    """A generic with `len(inits)` outputs (`lw.generic` for one)."""
+    if len(inits) == 1:
+        return [lw.generic(list(inputs), inits[0], maps, its, lambda b, a: body(b, a)[0])]
+    return lw.generic_multi(list(inputs), list(inits), maps, its, body)
 
 
 def _accumulate(b: Builder, acc: SSAValue, value: SSAValue) -> SSAValue:
-    """acc + value for a per-channel sum, marked `reassoc`: LLVM may split each
-    channel's sum into partial sums (vector lanes) and add them at the end, instead of
-    one chain of N*H*W dependent adds (4 cycles each: batch norm's passes took ~10% of
-    ResNet-18's step). The order is then fixed by the generated code -- the same on
-    every call and thread count -- and differs from index order by rounding only
-    (docs/numerics.md)."""
-    return b.insert(arith.AddfOp(acc, value, flags=REASSOC)).result
+    """acc + value, in the order the loops give (see `_channel_reduce`)."""
+    return _bin(b, arith.AddfOp, acc, value)
 
 
 def _per_channel(lw: Any, inputs: Sequence[SSAValue], typ: TensorType,

@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     v0_only.append("--print-predictions")
                 if v0_only:
                     parser.error(_verb(v0_only, "applies", "apply") + " to v0 model specs "
-                                 "only" + (" (--steps: and to a network's --benchmark)"
+                                 "only" + ("; --steps also to a network's --benchmark"
                                            if args.steps is not None else ""))
             if args.emit_stage and not args.benchmark:
                 ignored = flags_given(args, ("lr", *RUN_FILE_FLAGS)) + network_flags_given(args)

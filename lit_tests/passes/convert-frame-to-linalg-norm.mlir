@@ -44,8 +44,10 @@ func.func @dg(%x: tensor<3x8xf32>, %g: tensor<8xf32>, %dy: tensor<3x8xf32>) -> t
 
 // -----
 
-// batch_norm over [N, C, L]: per-channel sums with the channel loop first (parallel),
-// then (n, l) in order; the mean, the squared deviations, rstd; then the elementwise
+// batch_norm over [N, C, L]: per-channel sums in two steps, partials [C, L] with the
+// channel loop first (parallel), n summed in order and l innermost (parallel: it
+// vectorizes without reassociating), then each row of partials in order; the mean, the
+// squared deviations the same way, rstd; then the elementwise
 // (x - mean) * rstd * gamma + beta reading the [C] tensors at d1.
 func.func @bn(%x: tensor<2x3x4xf32> {frame.param = "x"}, %g: tensor<3xf32> {frame.param = "g"}, %b: tensor<3xf32> {frame.param = "b"}) -> tensor<f32> {
   %y = frame.batch_norm %x, %g, %b {axis = 1 : i64, eps = 1.0e-05 : f32} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
@@ -54,10 +56,13 @@ func.func @bn(%x: tensor<2x3x4xf32> {frame.param = "x"}, %g: tensor<3xf32> {fram
 }
 
 // CHECK-LABEL: func.func @bn
-// CHECK:         %[[SUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0, d2)>, affine_map<(d0, d1, d2) -> (d0)>], iterator_types = ["parallel", "reduction", "reduction"], doc = "frame.batch_norm"} ins(%x : tensor<2x3x4xf32>)
+// CHECK:         %[[PSUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.batch_norm"} ins(%x : tensor<2x3x4xf32>) outs(%{{.*}} : tensor<3x4xf32>)
+// CHECK-NOT:       fastmath
+// CHECK:         %[[SUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"], doc = "frame.batch_norm"} ins(%[[PSUM]] : tensor<3x4xf32>)
 // CHECK:         %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<3xf32>)
 // CHECK:           arith.divf
-// CHECK:         %[[SS:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0, d2)>, affine_map<(d0, d1, d2) -> (d0)>, affine_map<(d0, d1, d2) -> (d0)>], iterator_types = ["parallel", "reduction", "reduction"], doc = "frame.batch_norm"} ins(%x, %[[MEAN]] : tensor<2x3x4xf32>, tensor<3xf32>)
+// CHECK:         %[[PSS:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0, d2)>, affine_map<(d0, d1, d2) -> (d0)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.batch_norm"} ins(%x, %[[MEAN]] : tensor<2x3x4xf32>, tensor<3xf32>)
+// CHECK:         %[[SS:.*]] = linalg.generic {{.*}} ins(%[[PSS]] : tensor<3x4xf32>)
 // CHECK:         %[[RSTD:.*]] = linalg.generic {{.*}} ins(%[[SS]] : tensor<3xf32>)
 // CHECK:           math.sqrt
 // CHECK:         %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"], doc = "frame.batch_norm"} ins(%x, %g, %b, %[[MEAN]], %[[RSTD]] :

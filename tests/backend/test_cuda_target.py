@@ -26,6 +26,7 @@ from frame_mlir.backend.cuda.ptx import ARCHS, ptxas, ptxas_path
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "testdata").glob("*.json"))
 NETWORKS = sorted((ROOT / "testdata" / "networks").glob("*.json"))
+MNIST_MLP = ROOT / "testdata" / "networks" / "mnist_mlp.json"
 
 needs_ptxas = pytest.mark.skipif(ptxas_path() is None, reason="ptxas (CUDA toolkit) not "
                                  "installed")
@@ -331,8 +332,7 @@ def test_network_training_on_the_emulator_matches_the_cpu() -> None:
     the held-out accuracy) with every compiled function's kernels on the device. Bound:
     docs/numerics.md with L = 784 per printed loss."""
     pytest.importorskip("sklearn")
-    args = (str(NETWORKS[-1]), "--data", "digits", "--epochs", "1", "--solver", "adam")
-    assert NETWORKS[-1].stem == "mnist_mlp"
+    args = (str(MNIST_MLP), "--data", "digits", "--epochs", "1", "--solver", "adam")
     emu = _frame_run(*args, "--target", "cuda-emulator")
     cpu = _frame_run(*args)
     assert emu.returncode == 0 and cpu.returncode == 0, emu.stderr + cpu.stderr
@@ -393,7 +393,7 @@ def test_cli_without_a_gpu_names_what_is_missing() -> None:
     if reason is None:
         pytest.skip("a CUDA device is present")
     for args in ([str(ROOT / "testdata" / "tiny_mlp.json")],
-                 [str(NETWORKS[-1]), "--data", "digits"]):
+                 [str(MNIST_MLP), "--data", "digits"]):
         r = _frame_run(*args, "--target", "cuda")
         assert r.returncode == 1, r.stderr
         assert r.stderr.startswith("frame-run: error: CUDA-00"), r.stderr
@@ -470,7 +470,7 @@ def test_gpu_lenet_step_matches_the_cpu() -> None:
 @gpu
 def test_gpu_network_and_kyn_training_match_the_cpu(tmp_path: Path) -> None:
     pytest.importorskip("sklearn")
-    args = (str(NETWORKS[-1]), "--data", "digits", "--epochs", "1", "--solver", "adam")
+    args = (str(MNIST_MLP), "--data", "digits", "--epochs", "1", "--solver", "adam")
     dev, cpu = _frame_run(*args, "--target", "cuda"), _frame_run(*args)
     assert dev.returncode == 0 and cpu.returncode == 0, dev.stderr + cpu.stderr
     _same_run(dev.stdout, cpu.stdout, rtol=1e-5)

@@ -128,7 +128,11 @@ def test_row_split_is_bit_identical_to_the_plain_loops(m: int, k: int, n: int, t
     gemm = pipeline.gemm_pass(CompileOptions(f32_lanes=8, **SMALL))
     blk = choose_blocking(m, n, k, lanes=8, acc=gemm.acc, l1=gemm.l1, l2=gemm.l2)
     assert blk.nr >= n  # one column panel
-    assert _split(ir) == (m > blk.mr)  # more than one row panel
+    # one row panel: nothing to split; two or more full ones: rows beat the single column
+    # panel. Between (13 rows of panels 12 + 1 on Zen 2), `_task_split`'s estimate of the
+    # packing decides.
+    if m <= blk.mr or m >= 2 * blk.mr:
+        assert _split(ir) == (m > blk.mr), blk
     (y,) = tiled("mm_y", a, b)
     (want,) = plain("mm_y", a, b)
     np.testing.assert_array_equal(_bits(y), _bits(want))

@@ -167,7 +167,8 @@ def test_v0_only_flags_on_a_network(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = run(capsys, frame_run.main, net, "--steps", "3", "--log-every", "1")
     assert rc == 2 and out == ""
     assert err.splitlines()[-1] == ("frame-run: error: --steps, --log-every apply to v0 "
-                                    "model specs only")
+                                    "model specs only; --steps also to a network's "
+                                    "--benchmark")
     rc, _, err = run(capsys, frame_run.main, net, "--data", "digits", "--lr", "-1")
     assert rc == 2
     assert err.splitlines()[-1] == ("frame-run: error: argument --lr: expected a finite "
