@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import errno
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
@@ -59,11 +59,17 @@ from frame_mlir.runtime.executable import FunctionSignature, signatures
 __all__ = [
     "InitStep",
     "LoopsModule",
+    "DLP_SUPPORT",
+    "PRINT_SUPPORT",
+    "RANDOM_SUPPORT",
     "dlp_header",
     "emit_program",
     "generate_program",
     "initial_value_plan",
     "lower_to_loops",
+    "prepare_out_dir",
+    "size_expr",
+    "tensors_dlp_header",
     "usage_text",
 ]
 
@@ -125,7 +131,7 @@ def _f32(value: float) -> str:
     return float_literal(value, _F32)
 
 
-def _size_expr(shape: tuple[int, ...]) -> str:
+def size_expr(shape: tuple[int, ...]) -> str:
     """`8 * 4`: the element count, written so the shape stays visible."""
     return " * ".join(str(d) for d in shape) if shape else "1"
 
@@ -136,7 +142,7 @@ def _array_initialiser(values: Sequence[float], indent: str, per_line: int = 8) 
     return "{\n" + ",\n".join(indent + "    " + r for r in rows) + "}"
 
 
-_SUPPORT = """\
+RANDOM_SUPPORT = """\
 // The project's random source (frame_mlir/runtime/random.py, the single definition):
 // one std::mt19937 output per float, mapped in float arithmetic exactly as written
 // there. Not std::uniform_real_distribution: standard libraries implement it differently.
@@ -150,6 +156,9 @@ static void fill_uniform(std::mt19937& engine, float* dst, std::size_t n, float 
   }
 }
 
+"""
+
+PRINT_SUPPORT = """\
 // Python's f"{v:.9g}" of the float (what frame-run prints): printf's %.9g of the value
 // as a double, except that every NaN prints as "nan" (printf may say "-nan").
 static void print_value(float v, std::FILE* out = stdout) {
@@ -160,6 +169,9 @@ static void print_value(float v, std::FILE* out = stdout) {
   }
 }
 
+"""
+
+_ARGUMENTS_SUPPORT = """\
 // The command line: --steps N, --save-weights FILE (also --steps=N, --save-weights=FILE)
 // and --help.
 struct FrameArguments {
@@ -222,6 +234,9 @@ static int frame_parse_arguments(int argc, char** argv, const char* program,
   return -1;
 }
 
+"""
+
+DLP_SUPPORT = """\
 // Writes `count` float32 tensors as a dlprimitives .dlp weights file: b"DLPW", the
 // header's length (uint32, big-endian), the JSON header naming each tensor's shape and
 // byte range, then the tensors' values (little-endian), in the header's order. Written
@@ -256,6 +271,9 @@ static bool frame_write_dlp(const std::string& path, const char* header,
   return false;
 }
 """
+
+#: What every v0 program holds beside its kernels and main().
+_SUPPORT = RANDOM_SUPPORT + PRINT_SUPPORT + _ARGUMENTS_SUPPORT + DLP_SUPPORT
 
 
 class _MainWriter:
@@ -341,7 +359,7 @@ class _MainWriter:
         for k, step in enumerate(plan):
             cname = self.names.fresh(step.buffer)
             buffers[k] = cname
-            decl = f"alignas(64) static float {cname}[{_size_expr(step.shape)}]"
+            decl = f"alignas(64) static float {cname}[{size_expr(step.shape)}]"
             if isinstance(step.init, InlineInit):
                 self.line(f"{decl} = {_array_initialiser(step.init.values, '  ')};")
             else:
@@ -353,7 +371,7 @@ class _MainWriter:
         _, psig = self.function(predict_fn)
         (pred_arg,) = psig.of_kind("output")
         prediction = self.names.fresh("prediction")
-        self.line(f"alignas(64) static float {prediction}[{_size_expr(pred_arg.shape)}];")
+        self.line(f"alignas(64) static float {prediction}[{size_expr(pred_arg.shape)}];")
         # Data inputs (then the target) bind by position, parameters by name.
         data = [buffers[k] for k, st in enumerate(plan) if st.role == "data input"]
         data += [buffers[k] for k, st in enumerate(plan) if st.role == "target"]
@@ -377,7 +395,7 @@ class _MainWriter:
                     continue
                 label = f"data input {s.buffer}" if s.role == "data input" else s.buffer
                 self.line(f"fill_uniform({engine}, {buffers[k]}, "
-                          f"{_size_expr(s.shape)}, {_f32(s.init.lo)}, {_f32(s.init.hi)});"
+                          f"{size_expr(s.shape)}, {_f32(s.init.lo)}, {_f32(s.init.hi)});"
                           f"  // {comment_text(label)}")
             self.line()
 
@@ -463,7 +481,7 @@ class _MainWriter:
                   f"{{{', '.join(params[n] for n in order)}}};", 2)
         shapes = dict(zip(self.spec.param_names(), self.spec.param_shapes(), strict=True))
         self.line(f"const std::size_t {sizes}[] = "
-                  f"{{{', '.join(_size_expr(shapes[n]) for n in order)}}};", 2)
+                  f"{{{', '.join(size_expr(shapes[n]) for n in order)}}};", 2)
         self.line(f"if (!frame_write_dlp({args}.save_weights, {c_string(header)}, "
                   f"{len(header.encode('utf-8'))}u, {tensors}, {sizes}, {len(order)})) {{", 2)
         self.line(f'std::fprintf(stderr, "%s: error: IO-001 at %s: cannot write the weights: '
@@ -477,7 +495,12 @@ def dlp_header(spec: ModelSpec) -> tuple[str, list[str]]:
     """The JSON header of the `.dlp` file holding `spec`'s parameters, and the parameter
     names in the file's order: name-sorted and packed, as `weights.save_weights` writes
     (`_dlp_bytes`), so the program's file and frame-run's are the same bytes."""
-    shapes = dict(zip(spec.param_names(), spec.param_shapes(), strict=True))
+    return tensors_dlp_header(dict(zip(spec.param_names(), spec.param_shapes(), strict=True)))
+
+
+def tensors_dlp_header(shapes: Mapping[str, tuple[int, ...]]) -> tuple[str, list[str]]:
+    """The `.dlp` JSON header of float32 tensors of `shapes` (name -> shape) and the
+    names in the file's order (`weights._dlp_bytes`: name-sorted, packed)."""
     order = sorted(shapes)
     entries: dict[str, dict[str, object]] = {}
     offset = 0
@@ -546,15 +569,21 @@ def emit_program(spec: ModelSpec, out_dir: Path,
     Build and run: `cmake -S DIR -B DIR/build && cmake --build DIR/build &&
     DIR/build/<model>`.
     """
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        # mkdir would say "File exists", which reads as if DIR were fine.
-        raise NotADirectoryError(errno.ENOTDIR, "expected a directory, found a file",
-                                 str(out_dir))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = prepare_out_dir(out_dir)
     loops = lower_to_loops(spec, options)
     main_cpp = out_dir / "main.cpp"
     main_cpp.write_text(generate_program(spec, loops, options))
     cmake = out_dir / "CMakeLists.txt"
     cmake.write_text(cmake_lists(spec.name, vector_bits=32 * vector_lanes(options)))
     return [main_cpp, cmake]
+
+
+def prepare_out_dir(out_dir: Path) -> Path:
+    """`out_dir`, created if need be (with its parents); a file there is an error."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        # mkdir would say "File exists", which reads as if DIR were fine.
+        raise NotADirectoryError(errno.ENOTDIR, "expected a directory, found a file",
+                                 str(out_dir))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return out_dir

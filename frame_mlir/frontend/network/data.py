@@ -31,6 +31,11 @@ any other word: a ``.npz`` file (``numpy.savez``)
     arrays (same rules; their own sample count) form the held-out split. Having them for only
     some inputs is an error. Without them the source has no held-out split.
 
+a folder: ``.npy`` files
+    The members of an unzipped ``.npz``: ``<name>.npy`` holds the array ``<name>``, with
+    the same rules (other files in the folder are not read). This is how the program
+    ``frame-dslc --emit NET.json`` writes is given the same data (one ``.npy`` per input).
+
 Every split must hold at least one full batch: the batch size is fixed by the network, and
 :func:`batches` drops the last partial batch of each epoch (it returns how many samples it
 dropped so that the caller can say so).
@@ -251,11 +256,32 @@ def _split_from(source: str, split_name: str, raw: Mapping[str, np.ndarray],
 # --------------------------------------------------------------------------- sources
 
 
+def _load_npy_dir(source: str, inputs: Sequence[InputDecl], batch: int) -> DataSource:
+    """A folder of ``<name>.npy`` files: the members of an unzipped ``.npz``."""
+    raw: dict[str, np.ndarray] = {}
+    for entry in sorted(os.listdir(source)):
+        path = os.path.join(source, entry)
+        if not entry.endswith(".npy") or not os.path.isfile(path):
+            continue
+        try:
+            raw[entry[:-4]] = np.load(path, allow_pickle=False)
+        except OSError as e:
+            raise DataError(source, f"cannot read {entry}: {e.strerror or e}") from None
+        except (ValueError, EOFError) as e:
+            why = "not a .npy array" if "pickle" in str(e) else str(e)
+            raise DataError(source, f"{entry} is not a readable .npy array: {why}") from None
+    return _source_from_arrays(source, raw, inputs, batch)
+
+
 def _load_npz(source: str, inputs: Sequence[InputDecl], batch: int) -> DataSource:
+    if os.path.isdir(source):
+        return _load_npy_dir(source, inputs, batch)
     if not os.path.isfile(source):
         if os.path.exists(source):
-            raise DataError(source, "is not a file; --data takes a .npz file or 'digits'")
-        raise DataError(source, "no such file; --data takes a .npz file or 'digits'")
+            raise DataError(source, "is not a file; --data takes a .npz file, a folder "
+                            "of .npy files or 'digits'")
+        raise DataError(source, "no such file; --data takes a .npz file, a folder of "
+                        ".npy files or 'digits'")
     try:
         loaded = np.load(source, allow_pickle=False)
     except OSError as e:
@@ -276,7 +302,12 @@ def _load_npz(source: str, inputs: Sequence[InputDecl], batch: int) -> DataSourc
         raise DataError(source, f"cannot read: {e.strerror or e}") from None
     except (ValueError, EOFError, zipfile.BadZipFile) as e:
         raise DataError(source, f"is not a readable .npz archive: {e}") from None
+    return _source_from_arrays(source, raw, inputs, batch)
 
+
+def _source_from_arrays(source: str, raw: Mapping[str, np.ndarray],
+                        inputs: Sequence[InputDecl], batch: int) -> DataSource:
+    """The checked splits of the arrays of a ``.npz`` file or a folder of ``.npy``."""
     declared = [d.name for d in inputs]
     missing = [n for n in declared if n not in raw]
     if missing:
