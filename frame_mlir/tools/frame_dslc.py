@@ -6,6 +6,11 @@
     frame-dslc --run spec.json     compile and train in process (like frame-run)
     frame-dslc --emit spec.json -o DIR      write DIR/main.cpp + DIR/CMakeLists.txt:
                                    a standalone C++ program that trains the model
+    frame-dslc --emit NET.json -o DIR       the same for a JSON network: the program
+                                   trains on .npy files, one per input (or random
+                                   data), as `frame-run NET --data DIR` does
+    --solver, --lr, --momentum, --weight-decay, --semantics, --schedule, --seed
+                                   with --emit of a network: the training it does
     --threads N                    with --run / --emit: kernels on N threads
     --steps N, --lr LR, --log-every N
                                    with --run / --emit: replace the spec's fields
@@ -21,9 +26,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from frame_mlir.tools.threads import add_threads_argument, compile_options
 from frame_mlir.tools.version import VersionAction
+
+if TYPE_CHECKING:
+    from frame_mlir.frontend.network.loader import NetworkSpec
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="validate the spec")
     mode.add_argument("--run", action="store_true", help="compile and train")
     mode.add_argument("--emit", action="store_true", help="emit a standalone C++ project")
-    p.add_argument("spec", help="model spec (JSON, schema_version 0); - reads standard input")
+    p.add_argument("spec", help="model spec (JSON, schema_version 0) or JSON network; - "
+                   "reads standard input")
     p.add_argument("-o", "--out", help="output directory for --emit")
     add_threads_argument(p, "with --run or --emit")
     from frame_mlir.tools.driver import add_strict_argument
@@ -47,7 +57,42 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_compile_arguments(p)
     add_training_arguments(p, networks=False)
+    _add_network_emit_arguments(p)
     return p
+
+
+#: frame-dslc's options for `--emit` of a JSON network (argparse destinations).
+NETWORK_EMIT_FLAGS = ("solver", "momentum", "weight_decay", "semantics", "schedule", "seed")
+
+#: What `--emit` of a network refuses (EMIT-001), and why.
+_NOT_FOR_NETWORK_EMIT = {
+    "steps": "the program takes --steps N or --epochs N when run",
+    "log_every": "the program prints one line per epoch",
+    "data": "the program takes one .npy file per input when run",
+    "load_weights": "the initial parameters come from --seed",
+    "save_weights": "the program takes --save-weights FILE.dlp when run",
+    "plot": "the program draws no plot",
+}
+
+
+def _add_network_emit_arguments(p: argparse.ArgumentParser) -> None:
+    """frame-run's solver options (network_run), for `--emit NET.json`."""
+    from frame_mlir.tools.network_run import _schedule, _seed, nonneg_float
+
+    g = p.add_argument_group("JSON networks, with --emit (as frame-run's; baked into "
+                             "the program)")
+    g.add_argument("--solver", choices=("sgd", "adam"), default=None)
+    g.add_argument("--momentum", type=nonneg_float, default=None,
+                   help="sgd momentum (default 0.9)")
+    g.add_argument("--weight-decay", type=nonneg_float, default=None,
+                   help="weight decay (default 0.0005)")
+    g.add_argument("--semantics", choices=("dlprim", "torch"), default=None,
+                   help="sgd weight decay convention (default dlprim)")
+    g.add_argument("--schedule", type=_schedule, default=None, metavar="SCHEDULE",
+                   help="'step:EPOCHS:GAMMA' or 'cosine', as for frame-run")
+    g.add_argument("--seed", type=_seed, default=None,
+                   help="seed of the initial parameters, the shuffle and the random data "
+                   "(default 0)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,22 +128,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             spec_overrides,
         )
 
+        deferred: list[str] = []  # --emit: a network refuses them with EMIT-001
         for flags, applies in ((OVERRIDE_FLAGS, "--run and --emit"),
                                (RUN_FILE_FLAGS, "--run")):
             given = flags_given(args, flags)
             misplaced = args.check if applies != "--run" else not args.run
             if given and misplaced:
                 verb = "applies" if len(given) == 1 else "apply"
-                build_parser().error(f"{', '.join(given)} {verb} to {applies} only")
+                message = f"{', '.join(given)} {verb} to {applies} only"
+                if not args.emit:
+                    build_parser().error(message)
+                deferred.append(message)
+        network_flags = flags_given(args, NETWORK_EMIT_FLAGS)
+        if network_flags and not args.emit:
+            verb = "applies" if len(network_flags) == 1 else "apply"
+            build_parser().error(f"{', '.join(network_flags)} {verb} to --emit of a JSON "
+                                 "network only")
         model = load_model(args.spec, spec_overrides(args), tool="frame-dslc",
                            strict=args.strict)
         if args.check:
             print(f"OK {model.name}")
             return 0
         if not isinstance(model, ModelSpec):
-            raise ValueError(f"{args.spec} is a JSON network: --run and --emit take v0 model "
-                             "specs; train a network with `frame-run "
-                             f"{args.spec} --data SOURCE`")
+            if args.run:
+                raise ValueError(f"{args.spec} is a JSON network: --run takes v0 model "
+                                 "specs; train a network with `frame-run "
+                                 f"{args.spec} --data SOURCE` (or --emit a program)")
+            return _emit_network(model, args)
+        if deferred:
+            build_parser().error(deferred[0])
+        if network_flags:
+            verb = "applies" if len(network_flags) == 1 else "apply"
+            build_parser().error(f"{', '.join(network_flags)} {verb} to JSON network files "
+                                 f"only; {args.spec} is a v0 model spec")
         spec = model
         if args.emit:
             from pathlib import Path
@@ -116,6 +178,50 @@ def main(argv: Sequence[str] | None = None) -> int:
                             files=RunFiles.from_args(args))
 
     return run_cli("frame-dslc", body)
+
+
+def _emit_network(spec: NetworkSpec, args: argparse.Namespace) -> int:
+    """`--emit NET.json --out DIR`: the network's C++ training program, for the solver,
+    schedule and seed of the command line (`backend/cpp/network_program.py`). Options
+    that belong to a run are refused all at once (EMIT-001)."""
+    from pathlib import Path
+
+    from frame_mlir.backend.cpp.network_program import emit_network_program
+    from frame_mlir.frontend.errors import Diagnostic
+    from frame_mlir.tools.driver import OptionError
+    from frame_mlir.tools.network_run import network_solver, nonneg_float
+
+    diags = []
+    for dest, why in _NOT_FOR_NETWORK_EMIT.items():
+        value = getattr(args, dest, None)
+        if value is not None:
+            flag = "--" + dest.replace("_", "-")
+            diags.append(Diagnostic("EMIT-001", flag, f"no {flag} with --emit of a "
+                                    f"network ({why})", f"{flag} {value}"))
+    if args.lr is not None:  # a network's rate: >= 0 (0 freezes the parameters)
+        try:
+            args.lr = nonneg_float(args.lr)
+        except argparse.ArgumentTypeError:
+            diags.append(Diagnostic("EMIT-001", "--lr", "a finite number >= 0",
+                                    f"'{args.lr}'"))
+    if args.solver == "adam" and (args.momentum is not None or args.semantics is not None):
+        given = flags_given_text(args, ("momentum", "semantics"))
+        diags.append(Diagnostic("EMIT-001", given.split()[0], "--momentum and --semantics "
+                                "with --solver sgd only", f"{given} with --solver adam"))
+    if diags:
+        raise OptionError(diags)
+    for path in emit_network_program(spec, Path(args.out), network_solver(args),
+                                     seed=0 if args.seed is None else args.seed,
+                                     schedule=args.schedule,
+                                     options=compile_options(args.threads)):
+        print(f"wrote {path}")
+    return 0
+
+
+def flags_given_text(args: argparse.Namespace, dests: Sequence[str]) -> str:
+    """`--momentum 0.5 --semantics torch`: the given options among `dests`, with values."""
+    return " ".join(f"--{d.replace('_', '-')} {getattr(args, d)}" for d in dests
+                    if getattr(args, d, None) is not None)
 
 
 if __name__ == "__main__":
