@@ -180,8 +180,9 @@ def add_training_arguments(p: argparse.ArgumentParser, *, networks: bool) -> Non
     g.add_argument("--data", metavar="FILE.npz" if not networks else "SOURCE",
                    help="v0 spec: FILE.npz with arrays named after the data input and "
                    "'target', replacing the spec's data"
-                   + ("; network: FILE.npz (arrays named after the inputs) or 'digits' "
-                      "(scikit-learn's 8x8 digits, 80/20 split)" if networks else ""))
+                   + ("; network: FILE.npz (arrays named after the inputs), a folder of "
+                      "<input>.npy files, or 'digits' (scikit-learn's 8x8 digits, 80/20 "
+                      "split)" if networks else ""))
     g.add_argument("--load-weights", "--weights", dest="load_weights", metavar="FILE",
                    help="initial parameters from a weights file: .npz, .onnx (v0 specs), "
                    ".dlp or .h5 (--weights: the same)")

@@ -180,7 +180,8 @@ def test_npz_scalar_array(tmp_path: Path) -> None:
 def test_npz_file_problems(tmp_path: Path) -> None:
     missing = str(tmp_path / "nope.npz")
     assert "no such file; --data takes a .npz file or 'digits'" in _error(missing)
-    assert "is not a file" in _error(str(tmp_path))
+    # a folder holds <input>.npy files (an unzipped .npz); this one holds none
+    assert "the folder has no array for the network's inputs" in _error(str(tmp_path))
     npy = tmp_path / "a.npy"
     np.save(npy, np.zeros(3))
     assert "single .npy array, not a .npz archive" in _error(str(npy))

@@ -270,7 +270,7 @@ def _load_npy_dir(source: str, inputs: Sequence[InputDecl], batch: int) -> DataS
         except (ValueError, EOFError) as e:
             why = "not a .npy array" if "pickle" in str(e) else str(e)
             raise DataError(source, f"{entry} is not a readable .npy array: {why}") from None
-    return _source_from_arrays(source, raw, inputs, batch)
+    return _source_from_arrays(source, raw, inputs, batch, holder="folder")
 
 
 def _load_npz(source: str, inputs: Sequence[InputDecl], batch: int) -> DataSource:
@@ -278,10 +278,8 @@ def _load_npz(source: str, inputs: Sequence[InputDecl], batch: int) -> DataSourc
         return _load_npy_dir(source, inputs, batch)
     if not os.path.isfile(source):
         if os.path.exists(source):
-            raise DataError(source, "is not a file; --data takes a .npz file, a folder "
-                            "of .npy files or 'digits'")
-        raise DataError(source, "no such file; --data takes a .npz file, a folder of "
-                        ".npy files or 'digits'")
+            raise DataError(source, "is not a file; --data takes a .npz file or 'digits'")
+        raise DataError(source, "no such file; --data takes a .npz file or 'digits'")
     try:
         loaded = np.load(source, allow_pickle=False)
     except OSError as e:
@@ -306,12 +304,14 @@ def _load_npz(source: str, inputs: Sequence[InputDecl], batch: int) -> DataSourc
 
 
 def _source_from_arrays(source: str, raw: Mapping[str, np.ndarray],
-                        inputs: Sequence[InputDecl], batch: int) -> DataSource:
-    """The checked splits of the arrays of a ``.npz`` file or a folder of ``.npy``."""
+                        inputs: Sequence[InputDecl], batch: int,
+                        holder: str = "file") -> DataSource:
+    """The checked splits of the arrays of a ``.npz`` file or a folder of ``.npy``
+    (`holder`: "file" or "folder", for the messages)."""
     declared = [d.name for d in inputs]
     missing = [n for n in declared if n not in raw]
     if missing:
-        raise DataError(source, f"the file has no array for the network's "
+        raise DataError(source, f"the {holder} has no array for the network's "
                         f"{'input' if len(missing) == 1 else 'inputs'} {_quoted(missing)} "
                         f"(it holds {_quoted(sorted(raw)) or 'no arrays'})")
     test_names = {d.name: f"{d.name}_test" for d in inputs}
