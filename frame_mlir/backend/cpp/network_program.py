@@ -958,8 +958,9 @@ class _NetworkMainWriter:
             if o.loss_weight is None:
                 continue
             index = built.outputs.index(o.name)
-            shape = self.loops.signatures[self.loops.grad].args
-            out_arg = next(a for a in shape if a.kind == "output" and a.result_index == index)
+            grad_sig = self.loops.signatures[self.loops.grad]
+            out_arg = next(a for a in grad_sig.args
+                           if a.kind == "output" and a.result_index == index)
             self.line(f"{objective} += {_f64(float(o.loss_weight))} * frame_sum_f32("
                       f"{outputs[index]}, {size_expr(out_arg.shape)}, {scratch});  "
                       f"// {comment_text(o.name)}", 3)
