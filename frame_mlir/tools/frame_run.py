@@ -140,6 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 v0_only = flags_given(args, ("steps", "log_every"))
                 if args.print_predictions:  # store_true: False, not None, when absent
                     v0_only.append("--print-predictions")
+                if v0_only == ["--steps"]:
+                    parser.error("--steps applies to v0 model specs and to a network's "
+                                 "--benchmark only")
                 if v0_only:
                     parser.error(_verb(v0_only, "applies", "apply") + " to v0 model specs "
                                  "only" + ("; --steps also to a network's --benchmark"

@@ -128,7 +128,7 @@ def test_network_steps_without_benchmark(capsys: pytest.CaptureFixture[str],
     rc, _, err = run(capsys, frame_run.main, net, "--steps", "3", "--data", "digits")
     assert rc == 2
     assert err.splitlines()[-1] == ("frame-run: error: --steps applies to v0 model specs "
-                                    "only (--steps: and to a network's --benchmark)")
+                                    "and to a network's --benchmark only")
 
 
 # --------------------------------------------------------------------------- --strict
