@@ -77,22 +77,12 @@ _NOT_FOR_NETWORK_EMIT = {
 
 def _add_network_emit_arguments(p: argparse.ArgumentParser) -> None:
     """frame-run's solver options (network_run), for `--emit NET.json`."""
-    from frame_mlir.tools.network_run import _schedule, _seed, nonneg_float
+    from frame_mlir.tools.network_run import add_solver_arguments
 
     g = p.add_argument_group("JSON networks, with --emit (as frame-run's; baked into "
                              "the program)")
-    g.add_argument("--solver", choices=("sgd", "adam"), default=None)
-    g.add_argument("--momentum", type=nonneg_float, default=None,
-                   help="sgd momentum (default 0.9)")
-    g.add_argument("--weight-decay", type=nonneg_float, default=None,
-                   help="weight decay (default 0.0005)")
-    g.add_argument("--semantics", choices=("dlprim", "torch"), default=None,
-                   help="sgd weight decay convention (default dlprim)")
-    g.add_argument("--schedule", type=_schedule, default=None, metavar="SCHEDULE",
-                   help="'step:EPOCHS:GAMMA' or 'cosine', as for frame-run")
-    g.add_argument("--seed", type=_seed, default=None,
-                   help="seed of the initial parameters, the shuffle and the random data "
-                   "(default 0)")
+    add_solver_arguments(g, "seed of the initial parameters, the shuffle and the random "
+                         "data (default 0)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

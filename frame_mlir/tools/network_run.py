@@ -54,6 +54,16 @@ def add_network_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("JSON network files (dlprimitives format)")
     g.add_argument("--epochs", type=_positive_int, default=None, metavar="N",
                    help="passes over the training data (default 1)")
+    add_solver_arguments(g, "seed of the initial parameters, the shuffle and the digits "
+                         "split (default 0)")
+    from frame_mlir.tools.network_bench import add_benchmark_arguments
+
+    add_benchmark_arguments(g)
+
+
+def add_solver_arguments(g: argparse._ArgumentGroup, seed_help: str) -> None:
+    """The solver, its options, the schedule and the seed: frame-run's for a network's
+    training, and frame-dslc's for the program `--emit NET.json` writes."""
     g.add_argument("--solver", choices=("sgd", "adam"), default=None)
     g.add_argument("--momentum", type=nonneg_float, default=None,
                    help="sgd momentum (default 0.9)")
@@ -65,12 +75,7 @@ def add_network_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--schedule", type=_schedule, default=None, metavar="SCHEDULE",
                    help="learning-rate schedule: 'step:EPOCHS:GAMMA' (lr * GAMMA every "
                    "EPOCHS epochs) or 'cosine' (cosine decay to 0 over the run's steps)")
-    g.add_argument("--seed", type=_seed, default=None,
-                   help="seed of the initial parameters, the shuffle and the digits split "
-                   "(default 0)")
-    from frame_mlir.tools.network_bench import add_benchmark_arguments
-
-    add_benchmark_arguments(g)
+    g.add_argument("--seed", type=_seed, default=None, help=seed_help)
 
 
 def _positive_int(text: str) -> int:

@@ -48,7 +48,6 @@ from frame_mlir.backend.cpp.cmake import cmake_lists
 from frame_mlir.backend.cpp.emitter import (
     CppEmitError,
     CppModule,
-    Namer,
     c_string,
     comment_text,
     emit_module,
@@ -57,6 +56,7 @@ from frame_mlir.backend.cpp.emitter import (
 from frame_mlir.backend.cpp.program import (
     DLP_SUPPORT,
     RANDOM_SUPPORT,
+    MainWriterBase,
     prepare_out_dir,
     size_expr,
     tensors_dlp_header,
@@ -703,31 +703,18 @@ def _solver_text(solver: SGD | Adam) -> str:
             f"{solver.eps!r}, weight_decay {solver.weight_decay!r}")
 
 
-class _NetworkMainWriter:
+class _NetworkMainWriter(MainWriterBase):
     """Builds the text of `main()` of a network's program."""
 
     def __init__(self, spec: NetworkSpec, loops: NetworkLoops, cpp: CppModule,
                  solver: SGD | Adam, seed: int,
                  schedule: tuple[str, int, float] | None) -> None:
+        super().__init__(loops.signatures, cpp, {"fill_uniform", "frame_write_dlp"})
         self.spec = spec
         self.loops = loops
-        self.cpp = cpp
         self.solver = solver
         self.seed = seed
         self.schedule = schedule
-        taken = {i.cpp_name for i in cpp.info.values()} | set(cpp.helpers)
-        self.names = Namer(taken | {"main", "argc", "argv", "fill_uniform", "frame_write_dlp"})
-        self.lines: list[str] = []
-
-    def line(self, text: str = "", depth: int = 1) -> None:
-        self.lines.append("  " * depth + text if text else "")
-
-    def _function(self, ir_name: str) -> tuple[str, FunctionSignature]:
-        sig = self.loops.signatures.get(ir_name)
-        info = self.cpp.info.get(ir_name)
-        if sig is None or info is None:
-            raise CppEmitError(f"the module has no function @{ir_name}")
-        return info.cpp_name, sig
 
     @staticmethod
     def _ctype(arg: ArgInfo) -> str:
@@ -747,8 +734,8 @@ class _NetworkMainWriter:
         spec, loops, solver = self.spec, self.loops, self.solver
         built = loops.built
         program = c_string(spec.name)
-        grad_name, grad_sig = self._function(loops.grad)
-        update_name, update_sig = self._function(loops.update)
+        grad_name, grad_sig = self.function(loops.grad)
+        update_name, update_sig = self.function(loops.update)
         batch = spec.inputs[0].shape[0]
         n_inputs = len(spec.inputs)
         classes = label_classes(spec)

@@ -276,28 +276,39 @@ static bool frame_write_dlp(const std::string& path, const char* header,
 _SUPPORT = RANDOM_SUPPORT + PRINT_SUPPORT + _ARGUMENTS_SUPPORT + DLP_SUPPORT
 
 
-class _MainWriter:
-    """Builds the text of `main()`."""
+class MainWriterBase:
+    """What the writers of a program's `main()` share: the lines, local names that
+    miss the kernels', helpers' and `reserved` names, and the public functions' C++
+    names and signatures."""
 
-    def __init__(self, spec: ModelSpec, loops: LoopsModule, cpp: CppModule) -> None:
-        self.spec = spec
-        self.loops = loops
+    def __init__(self, signatures: dict[str, FunctionSignature], cpp: CppModule,
+                 reserved: set[str]) -> None:
+        self.signatures = signatures
         self.cpp = cpp
         taken = {i.cpp_name for i in cpp.info.values()} | set(cpp.helpers)
-        self.names = Namer(taken | {"fill_uniform", "print_value", "main", "argc", "argv",
-                                    "FrameArguments", "frame_parse_arguments",
-                                    "frame_write_dlp"})
+        self.names = Namer(taken | reserved | {"main", "argc", "argv"})
         self.lines: list[str] = []
 
     def line(self, text: str = "", depth: int = 1) -> None:
         self.lines.append("  " * depth + text if text else "")
 
     def function(self, ir_name: str) -> tuple[str, FunctionSignature]:
-        sig = self.loops.signatures.get(ir_name)
+        sig = self.signatures.get(ir_name)
         info = self.cpp.info.get(ir_name)
         if sig is None or info is None:
             raise CppEmitError(f"the module has no function @{ir_name}")
         return info.cpp_name, sig
+
+
+class _MainWriter(MainWriterBase):
+    """Builds the text of `main()`."""
+
+    def __init__(self, spec: ModelSpec, loops: LoopsModule, cpp: CppModule) -> None:
+        super().__init__(loops.signatures, cpp,
+                         {"fill_uniform", "print_value", "FrameArguments",
+                          "frame_parse_arguments", "frame_write_dlp"})
+        self.spec = spec
+        self.loops = loops
 
     def call(self, ir_name: str, data: list[str], params: dict[str, str], output: str,
              arena: str) -> str:
