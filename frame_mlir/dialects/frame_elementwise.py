@@ -78,7 +78,8 @@ class ReluOp(UnaryOp):
 
 @irdl_op_definition
 class ReluGradOp(ElementwiseBinaryOp):
-    """dy where x > 0, else 0 (the VJP of frame.relu).
+    """dy where x > 0, else 0 (the VJP of frame.relu; autodiff passes the relu's
+    output as x, which is positive exactly where its input is).
 
     ``%dx = frame.relu_grad %x, %dy : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>``
     """
@@ -205,7 +206,10 @@ def _vjp_scale(emit: Emit, op: Any, dc: SSAValue, need: Sequence[bool]) -> Adjoi
 
 
 def _vjp_relu(emit: Emit, op: Any, dc: SSAValue, need: Sequence[bool]) -> Adjoints:
-    return [emit(ReluGradOp(op.input, dc))]
+    # relu(x) > 0 exactly where x > 0, so the mask reads the relu's output: the input
+    # then dies with the forward pass (one fewer tensor saved for backward), and a
+    # relu fused into a GEMM's epilogue needs no copy of its pre-activation
+    return [emit(ReluGradOp(op.result, dc))]
 
 
 def _vjp_sigmoid(emit: Emit, op: Any, dc: SSAValue, need: Sequence[bool]) -> Adjoints:

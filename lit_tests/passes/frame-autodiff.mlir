@@ -41,7 +41,7 @@ func.func @mlp(%x: tensor<8x4xf32>, %w1: tensor<4x8xf32> {frame.param = "fc1.wei
 // CHECK-NEXT:    %[[DW2:.*]] = frame.matmul %[[H]], %[[DOUT]] {frame.stage = "backward", transpose_lhs} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
 // %h has two uses: its adjoints are summed.
 // CHECK-NEXT:    %[[DH:.*]] = frame.add %[[DOUT]], %[[DH2]] {frame.stage = "backward"} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
-// CHECK-NEXT:    %[[DZ1:.*]] = frame.relu_grad %[[Z1]], %[[DH]] {frame.stage = "backward"} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK-NEXT:    %[[DZ1:.*]] = frame.relu_grad %[[H]], %[[DH]] {frame.stage = "backward"} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
 // Only d/d w1 for the first matmul: no `matmul %dz1, %w1 {transpose_rhs}` for the data input.
 // CHECK-NEXT:    %[[DW1:.*]] = frame.matmul %[[X]], %[[DZ1]] {frame.stage = "backward", transpose_lhs} : (tensor<8x4xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
 // The unused parameter gets a zero gradient of its shape.

@@ -320,7 +320,7 @@ def test_program_shape() -> None:
     assert "static void tiny_mlp_k2_add_relu(" in text
     assert "float* __restrict inout2" in text
     assert "std::fma(" in text
-    assert "alignas(64) static std::uint8_t arena[960];" in text
+    assert "alignas(64) static std::uint8_t arena[1024];" in text
     assert "std::mt19937 engine(20260713u);" in text
     assert "uniform_real_distribution" not in text.replace(
         "Not std::uniform_real_distribution", "")
