@@ -289,6 +289,56 @@ def test_truncated_dlp_names_the_tensor(tmp_path: Path) -> None:
     )
 
 
+def _overlap_file(path: Path, starts: dict[str, int], data_bytes: int) -> Path:
+    """A .dlp file whose tensors a [2], b [3], c [] start at `starts`."""
+    shapes = {"a": [2], "b": [3], "c": []}
+    header = json.dumps({"tensors": {
+        n: {"dtype": "float", "shape": shapes[n], "size": 4 * int(np.prod(shapes[n])),
+            "start": s} for n, s in starts.items()}}).encode()
+    path.write_bytes(_dlp(header, bytes(data_bytes)))
+    return path
+
+
+def test_dlp_overlapping_ranges_are_refused(tmp_path: Path) -> None:
+    """Issue 30, defect 10: a header giving every tensor "start": 0 loaded, each tensor
+    reading the first bytes of the data; overlapping ranges are refused, each named with
+    the tensor (of those starting before it) whose range reaches furthest."""
+    path = _overlap_file(tmp_path / "w.dlp", {"a": 0, "b": 0, "c": 0}, 24)
+    with pytest.raises(WeightsError) as info:
+        load_weights(path)
+    assert info.value.problems == (
+        "b: data [0, 12) overlaps tensor 'a' [0, 8): each tensor needs its own bytes",
+        "c: data [0, 4) overlaps tensor 'b' [0, 12): each tensor needs its own bytes",
+    )
+    # a partial overlap, in a header not in data order
+    path = _overlap_file(tmp_path / "p.dlp", {"b": 4, "a": 0, "c": 16}, 20)
+    with pytest.raises(WeightsError) as info:
+        load_weights(path)
+    assert info.value.problems == (
+        "b: data [4, 16) overlaps tensor 'a' [0, 8): each tensor needs its own bytes",)
+    # adjacent, gaps and empty tensors are fine
+    path = _overlap_file(tmp_path / "ok.dlp", {"a": 12, "b": 0, "c": 24}, 28)
+    assert sorted(load_weights(path)) == ["a", "b", "c"]
+
+
+def test_dlp_empty_tensors_never_overlap(tmp_path: Path) -> None:
+    header = json.dumps({"tensors": {
+        "e": {"dtype": "float", "shape": [0, 5], "size": 0, "start": 0},
+        "a": {"dtype": "float", "shape": [1], "size": 4, "start": 0}}}).encode()
+    path = tmp_path / "w.dlp"
+    path.write_bytes(_dlp(header, bytes(4)))
+    assert load_weights(path)["e"].shape == (0, 5)
+
+
+def test_dlp_start_out_of_bounds(tmp_path: Path) -> None:
+    path = _overlap_file(tmp_path / "w.dlp", {"a": 2**70, "b": 0}, 12)
+    with pytest.raises(WeightsError) as info:
+        load_weights(path)
+    assert info.value.problems == (
+        f"a: data [{2**70}, {2**70 + 8}) lies outside the file "
+        "(only 12 bytes of data after the header; truncated file?)",)
+
+
 @pytest.mark.parametrize(
     ("header", "needle"),
     [

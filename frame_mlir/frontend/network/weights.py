@@ -19,8 +19,9 @@ implementation as recorded in ``/work/shared/dlprim/README.md``, section "Weight
     ``start`` counts from the first byte after the header; the writer stores the tensors
     contiguously in name-sorted order (so the first ``start`` is 0 and each next one is the
     previous ``start + size``). The loader rejects headers over 64 MiB, checks that every
-    tensor's ``[start, start + size)`` lies inside the data and that ``size`` is
-    ``4 * prod(shape)``, and only accepts dtype ``"float"`` (float32).
+    tensor's ``[start, start + size)`` lies inside the data, that no two tensors'
+    ranges overlap, and that ``size`` is ``4 * prod(shape)``, and only accepts dtype
+    ``"float"`` (float32).
 
 ``.h5`` / ``.hdf5`` -- HDF5 (``save_parameters_to_hdf5`` / ``load_parameters_from_hdf5``):
     one float32 dataset per parameter in the root group, named by the parameter name
@@ -418,6 +419,7 @@ def _load_dlp(path: PathLike, problems: list[str]) -> tuple[dict[str, np.ndarray
     data = memoryview(blob)[8 + header_len :]
     tensors: dict[str, np.ndarray] = {}
     present: list[str] = []
+    ranges: list[tuple[int, int, str]] = []  # (start, end, name) of the non-empty tensors
     for name, entry in header["tensors"].items():
         present.append(name)
         if not isinstance(entry, dict):
@@ -465,7 +467,24 @@ def _load_dlp(path: PathLike, problems: list[str]) -> tuple[dict[str, np.ndarray
             continue
         arr = np.frombuffer(data, dtype="<f4", count=size // 4, offset=start)
         tensors[name] = arr.reshape(shape).astype(np.float32)  # a copy: owned, native, C order
+        if size:
+            ranges.append((start, start + size, name))
+    problems.extend(_overlaps(ranges))
     return tensors, present
+
+
+def _overlaps(ranges: list[tuple[int, int, str]]) -> list[str]:
+    """A problem for each byte range ``(start, end, name)`` that overlaps one starting
+    before it (ties: in header order), named with the one of those reaching furthest."""
+    out: list[str] = []
+    cover: tuple[int, int, str] | None = None
+    for start, end, name in sorted(ranges, key=lambda r: r[0]):  # stable: header order
+        if cover is not None and start < cover[1]:
+            out.append(f"{name}: data [{start}, {end}) overlaps tensor {cover[2]!r} "
+                       f"[{cover[0]}, {cover[1]}): each tensor needs its own bytes")
+        if cover is None or end > cover[1]:
+            cover = (start, end, name)
+    return out
 
 
 def _load_hdf5(path: PathLike, problems: list[str]) -> tuple[dict[str, np.ndarray], list[str]]:
