@@ -29,7 +29,7 @@ from frame_mlir.kyn.module import (
 )
 from frame_mlir.kyn.validate import BAD, Checked
 
-__all__ = ["build_module", "infer_models", "resolve_data_path"]
+__all__ = ["build_module", "infer_models", "one_row_batches", "resolve_data_path"]
 
 _diag = KynDiagnostic.at
 
@@ -70,6 +70,17 @@ def infer_models(checked: Checked, program: Program, diags: list[KynDiagnostic]
             m_loc = checked.locs.get(f"model:{name}", Loc(0, 0, 0, 0))
             models[name] = ModelSpec(name, tuple(out), m_loc)
     return models
+
+
+def one_row_batches(model: str, line: int, why: str, fix: str, file: str, loc: Loc | None
+                    ) -> KynDiagnostic:
+    """KYN-H06: a batchnorm layer trained on a batch of one row, where its batch
+    statistics are undefined (PyTorch refuses it too: `expected more than 1 value per
+    channel when training`). At validate time for `batch = 1`, once the row count is
+    known for a last batch of one row (`trainer.check_rows`)."""
+    return _diag("KYN-H06", "shape", f"[train]: {why}, but the batchnorm layer of model "
+                 f"'{model}' (line {line}) needs more than one row per batch in training; "
+                 f"{fix}", file, loc)
 
 
 def layer_shapes(models: dict[str, ModelSpec], batch: int | None) -> dict[int, str]:
@@ -151,6 +162,11 @@ def build_module(program: Program, checked: Checked, text: str, path: str | None
             diags.append(_diag("KYN-H04", "shape", f"[train]: loss '{loss}' compares the "
                                f"output with the one target column, so it expects a final "
                                f"dense layer with 1 output unit (got {units})", file, loss_loc))
+        bn = [x for x in model.layers if x.kind == "batchnorm"]
+        if bn and t.get("batch") == 1:
+            diags.append(one_row_batches(model.name, bn[0].loc.line, "batch = 1 gives "
+                                         "batches of one row", "use batch >= 2", file,
+                                         checked.locs.get("train.batch")))
         ev = checked.evaluate
         if ev is not None and isinstance(ev.get("metrics"), tuple):
             classify = loss in ("cross_entropy", "nll")

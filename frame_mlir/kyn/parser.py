@@ -79,6 +79,10 @@ class _Tok:
         return f"{self.kind}:{self.text!r}@{self.col}"
 
 
+#: The longest integer literal read (Python's int() refuses more than 4300 digits)
+_MAX_INT_DIGITS = 4000
+
+
 class _LineError(Exception):
     def __init__(self, message: str, col: int, end: int | None = None, rule: str = "KYN-P02"):
         super().__init__(message)
@@ -160,6 +164,10 @@ class _Line:
             return Literal(t.text[1:-1], loc, t.text)
         if t.kind == "number":
             if re.fullmatch(r"-?[0-9]+", t.text):
+                digits = len(t.text.lstrip("-"))
+                if digits > _MAX_INT_DIGITS:  # beyond Python's int() limit, and any use
+                    raise _LineError(f"integer literal of {digits} digits is too long (at "
+                                     f"most {_MAX_INT_DIGITS})", t.col, t.end)
                 return Literal(int(t.text), loc, t.text)
             return Literal(float(t.text), loc, t.text)
         if t.kind == "ref":

@@ -9,6 +9,9 @@ with the checked values (defaults filled) for `infer.build_module`.
 
 from __future__ import annotations
 
+import decimal
+import math
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,7 +78,7 @@ class _Validator:
                 self.err("KYN-S04", f"{what} must be {'an integer' if t == 'int' else 'a number'}"
                          f", found {_describe(v)}", v.loc, file)
                 raise _Bad
-            x = v.value if t == "int" else float(v.value)  # type: ignore[arg-type]
+            x = v.value if t == "int" else self.float32(v, what, file)
             self.bounds(x, key, what, v.loc, file)
             return x
         if t == "bool":
@@ -128,18 +131,39 @@ class _Validator:
             return self.call(v, t[5:], what, file)
         raise AssertionError(t)
 
+    def float32(self, v: Literal, what: str, file: str | None) -> float:
+        """`v` (a number literal) as a float, KYN-S06 unless finite and representable
+        in float32: the compiled step computes in float32, where an overflowing value
+        is infinite and a tiny one is 0 (`sgd(lr=1e400)`, `adam(eps=1e-50)`)."""
+        value = v.value
+        try:
+            x = float(value)  # type: ignore[arg-type]
+            y = struct.unpack("f", struct.pack("f", x))[0]
+            why = "infinite" if math.isinf(x) else "not a number" if math.isnan(x) else \
+                _BEYOND if math.isinf(y) else \
+                "rounds to 0 in float32" if y == 0.0 and x != 0.0 else None
+        except OverflowError:  # an int beyond any float, or beyond float32
+            x, why = 0.0, _BEYOND
+        if why is not None:
+            found = v.text if v.text and len(v.text) <= 24 else _number(value)  # type: ignore[arg-type]
+            self.err("KYN-S06", f"{what} must be finite and representable in float32 "
+                     f"({why}), found {found}", v.loc, file)
+            raise _Bad
+        return x
+
     def bounds(self, x: float, key: Key, what: str, loc: Loc, file: str | None) -> None:
         lo_bad = key.lo is not None and (x < key.lo or (key.lo_open and x == key.lo))
         hi_bad = key.hi is not None and (x > key.hi or (key.hi_open and x == key.hi))
         if lo_bad or hi_bad:
+            lo, hi = _number(key.lo), _number(key.hi)
             if key.lo is not None and key.hi is not None:
-                rng = (f"in {'(' if key.lo_open else '['}{key.lo:g}, {key.hi:g}"
+                rng = (f"in {'(' if key.lo_open else '['}{lo}, {hi}"
                        f"{')' if key.hi_open else ']'}")
             elif key.lo is not None:
-                rng = f"{'>' if key.lo_open else '>='} {key.lo:g}"
+                rng = f"{'>' if key.lo_open else '>='} {lo}"
             else:
-                rng = f"{'<' if key.hi_open else '<='} {key.hi:g}"
-            self.err("KYN-S06", f"{what} must be {rng}, found {x:g}", loc, file)
+                rng = f"{'<' if key.hi_open else '<='} {hi}"
+            self.err("KYN-S06", f"{what} must be {rng}, found {_number(x)}", loc, file)
             raise _Bad
 
     def name(self, v: Value, what: str, file: str | None) -> str:
@@ -368,6 +392,22 @@ def validate(program: Program) -> tuple[Checked, list[KynDiagnostic]]:
 
 
 BAD = _Bad
+
+
+#: float32's largest finite magnitude
+_F32_MAX = 3.4028234663852886e38
+_BEYOND = f"beyond float32's largest magnitude {_F32_MAX:g}"
+
+
+def _number(x: float | None) -> str:
+    """`x` as `%g` shows it; an integer exactly up to 16 digits (a bound such as
+    4294967295), beyond that `%g`-style without converting it to a float (an integer
+    literal may exceed every float)."""
+    if x is None:
+        return ""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return str(x) if abs(x) < 10**16 else format(decimal.Decimal(x), ".6g")
+    return f"{x:g}"
 
 
 def _describe(v: Value) -> str:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["ACTIVATIONS", "CALLS", "DEVICES", "ENUMS", "EXPORT_FORMATS", "KEYS", "LOSSES",
-           "METRICS", "OPTIMIZERS", "PRECISIONS", "REQUIRED", "SCHEDULERS", "Key"]
+           "MAX_EPOCHS", "MAX_SEED", "MAX_STEPS", "METRICS", "OPTIMIZERS", "PRECISIONS",
+           "REQUIRED", "SCHEDULERS", "Key"]
 
 ACTIVATIONS = ("relu", "sigmoid", "tanh", "linear", "leaky_relu", "gelu", "softmax",
                "log_softmax")
@@ -33,6 +34,15 @@ ENUMS: dict[str, tuple[str, ...]] = {
 
 REQUIRED = object()  # the default of a key that must be given
 
+#: The most epochs a program may train (KYN-S06 at validate time): a run keeps per-epoch
+#: learning rates and losses.
+MAX_EPOCHS = 1_000_000
+#: The most optimizer steps a run may take, epochs x batches per epoch (KYN-S06; checked
+#: once the row count is known), as the v0 specs' `training.steps`.
+MAX_STEPS = 2**31 - 1
+#: The largest seed (numpy's and PyTorch's seeds are 32-bit).
+MAX_SEED = 2**32 - 1
+
 
 @dataclass(frozen=True)
 class Key:
@@ -40,7 +50,9 @@ class Key:
 
     type: "int", "float", "bool", "string", "name" (a block name), "enum:<enum>",
     "call:<enum or call name>", "list:<enum>", "intlist", "floatpair".
-    lo/hi: bounds; lo_open/hi_open: whether the bound itself is excluded.
+    lo/hi: bounds; lo_open/hi_open: whether the bound itself is excluded. Every float
+    (and every int given for a float) must also be finite and representable in float32,
+    neither beyond its largest magnitude nor a nonzero value that rounds to 0.
     """
 
     type: str
@@ -69,7 +81,7 @@ KEYS: dict[str, dict[str, Key]] = {
         "data": Key("name", REQUIRED, "the dataset block to train on"),
         "loss": Key("enum:loss", REQUIRED, "the loss function"),
         "optimizer": Key("call:optimizer", REQUIRED, "e.g. adam(lr=0.001)"),
-        "epochs": Key("int", REQUIRED, "passes over the training split", 1),
+        "epochs": Key("int", REQUIRED, "passes over the training split", 1, MAX_EPOCHS),
         "batch": Key("int", REQUIRED, "rows per step (fixes the batch dimension)", 1),
         "device": Key("enum:device", "auto", "auto, cpu or cuda"),
         "scheduler": Key("call:scheduler", None, "step(...), cosine(...) or onecycle(...)"),
@@ -77,7 +89,8 @@ KEYS: dict[str, dict[str, Key]] = {
         "checkpoint": Key("call:checkpoint", None, "checkpoint(every_n=N)"),
         "precision": Key("enum:precision", "fp32", "fp32 (fp16 and bf16: see docs/kyn.md)"),
         "compile": Key("bool", False, "torch.compile in the PyTorch script"),
-        "seed": Key("int", None, "seeds data split, shuffling, init and dropout", 0),
+        "seed": Key("int", None, "seeds data split, shuffling, init and dropout", 0,
+                    MAX_SEED),
         "deterministic": Key("bool", False, "deterministic algorithms (PyTorch script)"),
     },
     "evaluate": {
