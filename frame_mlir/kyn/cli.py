@@ -32,6 +32,20 @@ def _param_arg(p: argparse.ArgumentParser) -> None:
                    "else a string)")
 
 
+def _seed(text: str) -> int:
+    """`--seed`: an integer in [0, MAX_SEED], as train.seed (numpy's seeds are 32-bit)."""
+    from frame_mlir.kyn.vocab import MAX_SEED
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected an integer in [0, {MAX_SEED}], found "
+                                         f"{text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from frame_mlir.passes.stages import ALL_STAGES
 
@@ -60,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out-dir", default=".", metavar="DIR",
                    help="where run_manifest.json, checkpoints and relative export paths "
                    "go (default: the current directory)")
-    t.add_argument("--seed", type=int, default=None, help="override train.seed")
+    t.add_argument("--seed", type=_seed, default=None,
+                   help="override train.seed (0 to 4294967295)")
     t.add_argument("--check-lock", metavar="LOCK",
                    help="refuse to train when LOCK no longer matches the program")
     t.add_argument("--quiet", action="store_true", help="no per-epoch lines")
@@ -131,7 +146,11 @@ def _load(path: str, params: list[str], warn: bool = True) -> Any:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    _load(args.path, args.param)
+    from frame_mlir.kyn.errors import raise_if_errors
+    from frame_mlir.kyn.pipeline import data_diagnostics
+
+    module = _load(args.path, args.param)
+    raise_if_errors(data_diagnostics(module))  # what the data's row count decides
     print(f"Valid .kyn program: {args.path}")
     return 0
 

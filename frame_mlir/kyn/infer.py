@@ -11,6 +11,8 @@ Every shape diagnostic points at the layer or key concerned.
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +30,10 @@ from frame_mlir.kyn.module import (
     TrainSpec,
 )
 from frame_mlir.kyn.validate import BAD, Checked
+from frame_mlir.kyn.vocab import MAX_STEPS
 
-__all__ = ["build_module", "infer_models", "one_row_batches", "resolve_data_path"]
+__all__ = ["build_module", "check_rows", "infer_models", "one_row_batches",
+           "resolve_data_path", "train_key_loc"]
 
 _diag = KynDiagnostic.at
 
@@ -81,6 +85,56 @@ def one_row_batches(model: str, line: int, why: str, fix: str, file: str, loc: L
     return _diag("KYN-H06", "shape", f"[train]: {why}, but the batchnorm layer of model "
                  f"'{model}' (line {line}) needs more than one row per batch in training; "
                  f"{fix}", file, loc)
+
+
+def train_key_loc(module: KynModule, key: str) -> Loc | None:
+    """Where `key = ...` of the train block is written (the module keeps no place for
+    the train block's keys; the train block is always in the main file)."""
+    in_train = False
+    for i, line in enumerate(module.source_text.splitlines(), 1):
+        if line[:1] not in ("", " ", "\t", "#"):
+            in_train = line.split("#")[0].strip() == "train:"
+            continue
+        m = re.match(rf"\s+({re.escape(key)})\s*=", line)
+        if in_train and m:
+            return Loc(i, m.start(1) + 1, i, m.end(1) + 1)
+    return None
+
+
+def check_rows(module: KynModule, n_train: int, n_rows: int) -> list[KynDiagnostic]:
+    """What the row count decides, for `n_train` training rows out of the data's
+    `n_rows`: KYN-H06 for a batchnorm layer trained on a last batch of one row (or a
+    training split of one row), KYN-S06 for more than MAX_STEPS optimizer steps. At
+    validate time when the data file can be read (`pipeline.data_diagnostics`), and by
+    the trainer before it compiles; each error points at the train key to change."""
+    t, d, file = module.train, module.dataset, module.source_path
+    if n_train < 1:
+        return []
+    batch = min(t.batch, n_train)
+    rows = f"the training split of dataset '{d.name}' has {n_train} row" \
+        f"{'s' if n_train != 1 else ''} (split {d.split:g} of {n_rows})"
+    out = []
+    bn = [x for x in module.model.layers if x.kind == "batchnorm"]
+    if bn and batch == 1 and t.batch > 1:
+        out.append(one_row_batches(module.model.name, bn[0].loc.line, f"{rows}, so every "
+                                   "batch has one row", "use more rows or a larger split",
+                                   file, train_key_loc(module, "batch")))
+    elif bn and n_train % batch == 1:
+        better = next((b for k in range(1, batch) for b in (batch - k, batch + k)
+                       if 2 <= b <= n_train and n_train % b != 1), None)
+        fix = "use another batch size or split" if better is None else \
+            f"use a batch size that leaves more than one row over, such as batch = {better}"
+        out.append(one_row_batches(module.model.name, bn[0].loc.line, f"{rows}, so batch "
+                                   f"= {t.batch} leaves a last batch of one row in every "
+                                   "epoch", fix, file, train_key_loc(module, "batch")))
+    per_epoch = math.ceil(n_train / batch)
+    if t.epochs * per_epoch > MAX_STEPS:
+        out.append(_diag("KYN-S06", "semantic", f"[train]: epochs = {t.epochs} of "
+                         f"{per_epoch} batches each (batch = {t.batch}, the training split "
+                         f"of dataset '{d.name}') is {t.epochs * per_epoch} steps; at most "
+                         f"{MAX_STEPS} steps (fewer epochs or a larger batch)", file,
+                         train_key_loc(module, "epochs")))
+    return out
 
 
 def layer_shapes(models: dict[str, ModelSpec], batch: int | None) -> dict[int, str]:

@@ -16,12 +16,13 @@ from typing import Any
 from frame_mlir.kyn.ast import Program
 from frame_mlir.kyn.compose import resolve_imports, substitute_params
 from frame_mlir.kyn.errors import KynDiagnostic, raise_if_errors
-from frame_mlir.kyn.infer import build_module, layer_shapes
+from frame_mlir.kyn.infer import build_module, check_rows, layer_shapes
 from frame_mlir.kyn.module import KynModule
 from frame_mlir.kyn.parser import parse_with_diagnostics, read_source
 from frame_mlir.kyn.validate import validate
 
-__all__ = ["Analysis", "analyze", "load_module", "read_source"]
+__all__ = ["Analysis", "analyze", "count_rows", "data_diagnostics", "load_module",
+           "read_source"]
 
 
 @dataclass
@@ -81,3 +82,35 @@ def load_module(path: str | Path, overrides: dict[str, Any] | None = None
     raise_if_errors(a.diagnostics)
     assert a.module is not None
     return a.module, a.warnings
+
+
+def count_rows(path: str) -> int | None:
+    """The data rows of the CSV file at `path` as the CSV connector counts them (blank
+    lines skipped, the first other row is the header), read with the csv module alone
+    (`validate` stays free of numpy); None when the file cannot be read as CSV (training
+    reports why, KYN-C01) or is not a regular file (IO-001 at validate time)."""
+    import csv
+
+    from frame_mlir.fileio import open_regular
+
+    n = -1
+    try:
+        with open_regular(path, "r", newline="", encoding="utf-8-sig") as f:
+            for row in csv.reader(f):
+                if row and (len(row) > 1 or row[0].strip()):
+                    n += 1
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    return max(n, 0)
+
+
+def data_diagnostics(module: KynModule) -> list[KynDiagnostic]:
+    """What the trained dataset's row count decides (`infer.check_rows`), when its file
+    can be read; `frame-kyn validate` reports these with the program's other errors."""
+    import math
+
+    d = module.dataset
+    n = count_rows(d.resolved)
+    if not n:
+        return []
+    return check_rows(module, math.floor(n * d.split), n)

@@ -22,7 +22,6 @@ schedules) is the same everywhere.
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,9 +32,9 @@ import numpy as np
 from xdsl.dialects import builtin, func
 
 from frame_mlir.data.shuffle import epoch_order
-from frame_mlir.kyn.ast import Loc
-from frame_mlir.kyn.errors import KynCodegenError, KynDiagnostic
+from frame_mlir.kyn.errors import KynCodegenError, KynDiagnostic, raise_if_errors
 from frame_mlir.kyn.export import export_npz
+from frame_mlir.kyn.infer import check_rows, train_key_loc
 from frame_mlir.kyn.lower import (
     BuiltKyn,
     build_eval_function,
@@ -157,20 +156,6 @@ class BatchShare:
         return self.rows / self.size
 
 
-def _train_key_loc(module: KynModule, key: str) -> Loc | None:
-    """Where `key = ...` of the train block is written (the module keeps no place for
-    the train block's keys; the train block is always in the main file)."""
-    in_train = False
-    for i, line in enumerate(module.source_text.splitlines(), 1):
-        if line[:1] not in ("", " ", "\t", "#"):
-            in_train = line.split("#")[0].strip() == "train:"
-            continue
-        m = re.match(rf"\s+({re.escape(key)})\s*=", line)
-        if in_train and m:
-            return Loc(i, m.start(1) + 1, i, m.end(1) + 1)
-    return None
-
-
 def check_data_parallel(module: KynModule, batch: int, ranks: int,
                         n_train: int | None = None) -> None:
     """What a data-parallel job of `ranks` ranks cannot train, as errors on every rank:
@@ -189,7 +174,7 @@ def check_data_parallel(module: KynModule, batch: int, ranks: int,
             f"batch divisible by the {ranks} ranks (each rank takes an equal, contiguous "
             f"share of every batch), found {batch} rows{capped} ({batch} = "
             f"{batch // ranks} x {ranks} + {batch % ranks})",
-            module.source_path, _train_key_loc(module, "batch")))
+            module.source_path, train_key_loc(module, "batch")))
     for layer in module.model.layers:
         if layer.kind == "batchnorm":
             diags.append(KynDiagnostic.at(
@@ -309,6 +294,8 @@ class KynTrainer:
         t = module.train
         self.seed = (t.seed if t.seed is not None else 0) if seed is None else seed
         self.batch = min(t.batch, n_train)
+        # what validate could not know without the data (KYN-H06, the steps maximum)
+        raise_if_errors(check_rows(module, n_train, n_train + n_test))
         check_data_parallel(module, self.batch, self.ranks, n_train)
         self.n_train, self.n_test = n_train, n_test
         self.steps_per_epoch = -(-n_train // self.batch)
