@@ -157,10 +157,13 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
     stack = contextlib.ExitStack()
     epochs = module.train.epochs
 
+    shown: list[Any] = []  # the progress bar now drawn, if any
+
     def bar(epoch: int, total: int) -> Callable[[], None]:
         stack.close()
         handle = stack.enter_context(progress(total, f"epoch {epoch + 1}/{epochs}", err,
                                               unit="batch"))
+        shown[:] = [handle]
         return handle
 
     def on_epoch(epoch: int, loss: float, held: float | None) -> None:
@@ -171,11 +174,18 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
             out.write(line + "\n")
             out.flush()
 
+    def on_diverge(what: str) -> None:  # as frame-run warns
+        if root:
+            out.flush()
+            line = f"frame-kyn: warning: training diverged: {what}\n"
+            shown[0].write(line, err) if shown else err.write(line)  # above a bar
+            err.flush()
+
     try:
         report = trainer.fit(data, progress=bar if root else None, on_epoch=on_epoch,
                              out_dir=out_dir, resume=loaded, every=every,
                              on_checkpoint=save if checkpoint is not None else None,
-                             run_id=run_id)
+                             run_id=run_id, on_diverge=on_diverge)
     finally:
         stack.close()
     for name, value in report.metrics.items():

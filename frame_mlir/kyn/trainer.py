@@ -541,7 +541,8 @@ class KynTrainer:
             out_dir: str | Path = ".", resume: tuple[Checkpoint, str] | None = None,
             every: int | None = None,
             on_checkpoint: Callable[[Checkpoint], None] | None = None,
-            run_id: str = "") -> TrainReport:
+            run_id: str = "", on_diverge: Callable[[str], None] | None = None
+            ) -> TrainReport:
         """Train for `train.epochs` epochs (fewer with early_stop) on `data` (the CSV
         loader's dict), then evaluate; `progress(epoch, total_batches)` returns a
         per-batch callback (a progress bar), `on_epoch(epoch, loss, heldout)` is called
@@ -551,7 +552,12 @@ class KynTrainer:
         again for the epochs it holds, then training goes on from there exactly as the
         uninterrupted run would. `on_checkpoint` receives a checkpoint (named `run_id`)
         after every `every`-th epoch. In a job, only rank 0 writes files (the
-        program's checkpoints; `on_checkpoint` is called on rank 0 only)."""
+        program's checkpoints; `on_checkpoint` is called on rank 0 only).
+
+        `on_diverge(what)` is called once, for the first loss (a step's), held-out loss
+        or metric that is not finite: `what` says which, where and at which learning
+        rate (`the loss first became nan at epoch 1, step 3 of 14 (lr 1e+30 may be too
+        large)`); the run goes on, as PyTorch's would."""
         m, t = self.module, self.module.train
         xtr, ytr = data["x_train"], data["y_train"]
         xte, yte = data["x_test"], data["y_test"]
@@ -567,11 +573,23 @@ class KynTrainer:
         root = self.rank == 0
         shuffle = m.dataset.shuffle
         have_test = len(xte) > 0
+        diverged = False
+
+        def diverge(what: str, lr: float | None = None) -> None:
+            nonlocal diverged
+            if not diverged and on_diverge is not None:
+                on_diverge(what + ("" if lr is None else f" (lr {lr:g} may be too large)"))
+            diverged = True
+
         if resume is not None:
             report, best, since_best = self.restore(*resume)
-            if on_epoch is not None:
-                for e, loss in enumerate(report.epoch_losses):
+            for e, loss in enumerate(report.epoch_losses):
+                if on_epoch is not None:
                     on_epoch(e, loss, report.heldout_losses[e] if have_test else None)
+                for name, v in (("loss", loss), ("held-out loss", report.heldout_losses[e]
+                                                 if have_test else 0.0)):
+                    if not math.isfinite(v):
+                        diverge(f"the {name} first became {v:.9g} in epoch {e + 1}")
         else:
             report, best, since_best = TrainReport(), math.inf, 0
         report.compile_seconds = self.compile_seconds
@@ -591,7 +609,11 @@ class KynTrainer:
                     np.take(xtr, rows, axis=0, out=sx)
                     np.take(ytr, rows, axis=0, out=sy)
                 lr, mom = self.schedule.lr_momentum(epoch, k)
-                total += self._step(share.size, lr, mom) * share.size
+                step_loss = self._step(share.size, lr, mom)
+                if not diverged and not math.isfinite(step_loss):
+                    diverge(f"the loss first became {step_loss:.9g} at epoch {epoch + 1}, "
+                            f"step {k + 1} of {self.steps_per_epoch}", lr)
+                total += step_loss * share.size
                 if tick is not None:
                     tick()
             report.steps += self.steps_per_epoch
@@ -601,6 +623,9 @@ class KynTrainer:
             if have_test:
                 held = self.evaluate(xte, yte)[1]
                 report.heldout_losses.append(held)
+                if not math.isfinite(held):
+                    diverge(f"the held-out loss first became {held:.9g} after epoch "
+                            f"{epoch + 1}", lr)
             report.epochs_run = epoch + 1
             if on_epoch is not None:
                 on_epoch(epoch, loss, held)
@@ -623,4 +648,8 @@ class KynTrainer:
         if have_test:
             outputs, _ = self.evaluate(xte, yte)
             report.metrics = compute_metrics(m, outputs, yte)
+            for name, v in report.metrics.items():
+                if not math.isfinite(v):
+                    diverge(f"the metric {name} is {v:.9g}")
+                    break
         return report
