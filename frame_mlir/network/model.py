@@ -401,6 +401,7 @@ class Trainer:
         self.state = {k: {n: np.zeros(network._params[n].shape, np.float32) for n in names}
                       for k in STATES[solver.kind]}
         self._hyper = [np.zeros((), np.float32) for _ in solver.hyper(1)]
+        self._diverged = False  # warned once
 
     def step(self, feed: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """One training step on `feed`: returns every output as computed before the
@@ -416,7 +417,25 @@ class Trainer:
         bufs = [*(net._params[p] for p in names), *grads,
                 *(self.state[k][p] for k in self.state for p in names), *self._hyper]
         self._update.call(bufs)
-        return net._outputs(built, grad)
+        outputs = net._outputs(built, grad)
+        if not self._diverged:
+            self._warn_divergence(outputs)
+        return outputs
+
+    def _warn_divergence(self, outputs: Mapping[str, np.ndarray]) -> None:
+        """A RuntimeWarning, once, for the first step whose loss is not finite (as
+        frame-run and frame-kyn train warn): the step goes on as asked, but nan
+        outputs alone leave the user guessing where it went wrong."""
+        for o in self.network.spec.losses:
+            bad = np.flatnonzero(~np.isfinite(outputs[o.name]))
+            if bad.size:
+                value = float(outputs[o.name].reshape(-1)[bad[0]])
+                self._diverged = True
+                warnings.warn(f"frame_mlir.network: training diverged: the loss "
+                              f"'{o.name}' first became {value:.9g} at step {self.t} "
+                              f"(Trainer.t; the learning rate {self.solver.lr:g} may be too "
+                              "large)", RuntimeWarning, stacklevel=3)
+                return
 
 
 def _dtype(name: str) -> np.dtype:
