@@ -76,7 +76,7 @@ def test_validate_ok_and_errors(project: Path, capsys: pytest.CaptureFixture[str
     assert len(lines) == 2, err  # every error, not only the first
     assert f"{bad}:10:13: error: Unsupported activation 'elu' in model 'Net'" in lines[0]
     assert "did you mean" in lines[0] and lines[0].endswith("[KYN-S05]")
-    assert "epochs must be >= 1, found 0 [KYN-S06]" in lines[1]
+    assert "epochs must be in [1, 1000000], found 0 [KYN-S06]" in lines[1]
     assert "Traceback" not in err
 
 
