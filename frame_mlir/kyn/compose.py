@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from frame_mlir.fileio import open_regular
 from frame_mlir.kyn.ast import (
     Call,
     DatasetBlock,
@@ -108,12 +109,17 @@ def _load_import(rel: str, loc: Loc, base: Path, host: str, chain: list[str],
     if key in seen:  # a diamond: the file's blocks are merged once
         return ()
     try:
-        text = path.read_text(encoding="utf-8")
+        with open_regular(path, "r", encoding="utf-8") as f:  # no device, FIFO, folder
+            text = f.read()
     except FileNotFoundError:
         diags.append(_diag("KYN-S12", f"imported file '{rel}' not found (looked for {path})",
                            host, loc))
         return ()
-    except (OSError, UnicodeDecodeError) as e:
+    except OSError as e:
+        diags.append(_diag("KYN-S12", f"cannot read imported file '{rel}': "
+                           f"{e.strerror or e}", host, loc))
+        return ()
+    except UnicodeDecodeError as e:
         diags.append(_diag("KYN-S12", f"cannot read imported file '{rel}': {e}", host, loc))
         return ()
     sub, errors = parse_with_diagnostics(text, name)

@@ -30,6 +30,8 @@ import csv
 import difflib
 import hashlib
 import math
+import os
+import stat
 
 import numpy as np
 
@@ -42,15 +44,31 @@ class CsvDataError(ValueError):
     """A CSV file that cannot be read as the dataset asks: `<path>[:<line>]: <what>`."""
 
 
+def _open_data(path: str, mode: str, **kwargs) -> object:
+    """open() for reading the data file, which must be a regular file: a device never
+    ends (`/dev/zero`), a FIFO blocks. The script's twin of frame-mlir's one check,
+    `frame_mlir.fileio.open_regular` (this module runs without frame-mlir there; the
+    native trainer checks with fileio before it calls this module)."""
+    mode_bits = os.stat(path).st_mode
+    if not stat.S_ISREG(mode_bits):
+        kind = next((k for test, k in ((stat.S_ISDIR, "a directory"),
+                                        (stat.S_ISCHR, "a character device"),
+                                        (stat.S_ISBLK, "a block device"),
+                                        (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+                     if test(mode_bits)), "a file of unknown type")
+        raise CsvDataError(f"{path}: expected a regular file, found {kind}")
+    return open(path, mode, **kwargs)
+
+
 def file_sha256(path: str) -> str | None:
     """SHA-256 hex digest of the file at `path` (read in 64 KiB chunks); None when the
-    file is missing or unreadable."""
+    file is missing, unreadable or not a regular file."""
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
+        with _open_data(path, "rb") as f:
             for chunk in iter(lambda: f.read(65536), b""):
                 digest.update(chunk)
-    except OSError:
+    except (OSError, CsvDataError):
         return None
     return digest.hexdigest()
 
@@ -62,7 +80,7 @@ def _read_rows(path: str) -> tuple[list[str], list[list[str]], list[int]]:
     rows: list[list[str]] = []
     lines: list[int] = []
     try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
+        with _open_data(path, "r", newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f)
             start = 1
             for row in reader:

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from frame_mlir.fileio import NotRegularFileError, check_regular_file
 from frame_mlir.kyn.ast import Loc, Program
 from frame_mlir.kyn.errors import KynDiagnostic
 from frame_mlir.kyn.module import (
@@ -74,6 +75,12 @@ def infer_models(checked: Checked, program: Program, diags: list[KynDiagnostic]
             m_loc = checked.locs.get(f"model:{name}", Loc(0, 0, 0, 0))
             models[name] = ModelSpec(name, tuple(out), m_loc)
     return models
+
+
+def origin_file(program: Program, dataset: str, main: str) -> str:
+    """The file (as diagnostics name it) that defines `dataset`."""
+    return next((d.origin for d in program.datasets if d.name == dataset and d.origin),
+                main)
 
 
 def one_row_batches(model: str, line: int, why: str, fix: str, file: str, loc: Loc | None
@@ -241,17 +248,31 @@ def build_module(program: Program, checked: Checked, text: str, path: str | None
                                    f"[batch, {model.input_size}] for model '{model.name}', "
                                    f"found {list(shape)}", file,
                                    checked.locs.get("export.input_shape")))
-    if any(d.kind != "warn" for d in diags) or t is None:
-        return None, models
     origins = {d.name: (d.origin or main_dir_file) for d in program.datasets}
-    datasets = {}
+    resolved = {}
     for name, d in checked.datasets.items():
+        if d.get("source") in (None, BAD):
+            continue
         src = d["source"][1]["path"]
         kyn_files = [origins.get(name, main_dir_file), main_dir_file]
         if path and origins.get(name) and not Path(origins[name]).is_absolute():
             kyn_files[0] = str(Path(path).resolve().parent / origins[name])
+        resolved[name] = resolve_data_path(src, kyn_files)
+        try:  # a device, FIFO or folder: never read (a missing file is train's KYN-C01)
+            check_regular_file(resolved[name])
+        except NotRegularFileError as e:
+            diags.append(_diag("IO-001", "semantic", f"dataset '{name}': {src}: "
+                               f"{e.strerror}", origin_file(program, name, file),
+                               checked.locs.get(f"dataset:{name}.path")))
+        except OSError:
+            pass
+    if any(d.kind != "warn" for d in diags) or t is None:
+        return None, models
+    datasets = {}
+    for name, d in checked.datasets.items():
+        src = d["source"][1]["path"]
         datasets[name] = DatasetSpec(
-            name, src, resolve_data_path(src, kyn_files), d["target"], d["split"],
+            name, src, resolved[name], d["target"], d["split"],
             d["normalize"], d["shuffle"], d["num_workers"], d["pin_memory"], d["prefetch"],
             checked.locs.get(f"dataset:{name}", Loc(0, 0, 0, 0)))
     opt_name, opt_args = t["optimizer"]

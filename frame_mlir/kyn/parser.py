@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from frame_mlir.fileio import open_regular
 from frame_mlir.kyn.ast import (
     BatchNormLayer,
     Block,
@@ -228,11 +229,15 @@ def read_source(path: str | Path) -> str:
     """The text of a `.kyn` file; a missing or unreadable file is a KynParseError
     (rule KYN-P00)."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        with open_regular(path, "r", encoding="utf-8") as f:  # no device, FIFO, folder
+            return f.read()
     except FileNotFoundError:
         raise KynParseError([KynDiagnostic("KYN-P00", "parse", "file not found",
                                            str(path))]) from None
-    except (OSError, UnicodeDecodeError) as e:
+    except OSError as e:
+        raise KynParseError([KynDiagnostic("KYN-P00", "parse", "cannot read the file: "
+                                           f"{e.strerror or e}", str(path))]) from None
+    except UnicodeDecodeError as e:
         raise KynParseError([KynDiagnostic("KYN-P00", "parse", f"cannot read the file: {e}",
                                            str(path))]) from None
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from frame_mlir.fileio import atomic_write_stream
+from frame_mlir.fileio import atomic_write_stream, check_regular_file, open_regular
 from frame_mlir.kyn.csvload import file_sha256
 from frame_mlir.kyn.errors import KynDiagnostic, LockMismatchError
 from frame_mlir.kyn.module import KynModule
@@ -41,7 +41,12 @@ def config_hash(text: str) -> str:
 
 
 def data_hash(path: str) -> str | None:
-    """SHA-256 of the data file read in 64 KiB chunks; None when unreadable."""
+    """SHA-256 of the data file read in 64 KiB chunks; None when unreadable or not a
+    regular file (`/dev/zero` would never end)."""
+    try:
+        check_regular_file(path)
+    except OSError:
+        return None
     return file_sha256(path)
 
 
@@ -75,8 +80,9 @@ def _imports(module_path: str) -> dict[str, str]:
             continue
         seen.add(p)
         try:
-            text = p.read_text(encoding="utf-8")
-        except OSError:
+            with open_regular(p, "r", encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError):
             continue
         if p != Path(module_path).resolve():
             out[os.path.relpath(p, Path(module_path).resolve().parent)] = config_hash(text)
@@ -111,12 +117,17 @@ def check_lock(module: KynModule, lock_path: str | Path) -> None:
     matches (the source, an import, the data file, the frame-mlir version)."""
     lock_path = str(lock_path)
     try:
-        locked = json.loads(Path(lock_path).read_text(encoding="utf-8"))
+        with open_regular(lock_path, "r", encoding="utf-8") as f:
+            locked = json.loads(f.read())
     except FileNotFoundError:
         raise LockMismatchError([KynDiagnostic(
             "KYN-L02", "lock", "lock file not found (create it with `frame-kyn lock create`)",
             lock_path)]) from None
-    except (OSError, ValueError) as e:
+    except OSError as e:
+        raise LockMismatchError([KynDiagnostic(
+            "KYN-L02", "lock", f"cannot read the lock file: {e.strerror or e}", lock_path)]
+        ) from None
+    except ValueError as e:
         raise LockMismatchError([KynDiagnostic(
             "KYN-L02", "lock", f"cannot read the lock file: {e}", lock_path)]) from None
     now = lock_fields(module)

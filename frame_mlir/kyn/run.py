@@ -42,11 +42,21 @@ class RunResult:
 
 def load_data(module: KynModule) -> dict[str, Any]:
     """The trained dataset, encoded and split (csvload), checked against the model's
-    input width; CSV problems are KynCodegenError KYN-C01, a width mismatch KYN-C02."""
+    input width; a data file that is not a regular file is KynCodegenError IO-001, CSV
+    problems KYN-C01, a width mismatch KYN-C02."""
+    from frame_mlir.fileio import NotRegularFileError, check_regular_file
     from frame_mlir.kyn.csvload import CsvDataError, load_csv_dataset
 
     d = module.dataset
     seed = module.train.seed if module.train.seed is not None else 0
+    try:  # a device or FIFO, IO-001, before the loader opens it
+        check_regular_file(d.resolved)
+    except NotRegularFileError as e:
+        raise KynCodegenError([KynDiagnostic.at(
+            "IO-001", "codegen", f"dataset '{d.name}': {d.resolved}: {e.strerror}",
+            module.source_path, d.loc)]) from None
+    except OSError:
+        pass  # missing or unreadable: the loader's KYN-C01 says so
     try:
         data = load_csv_dataset(d.resolved, d.target, d.split, d.normalize, seed, module.task)
     except CsvDataError as e:

@@ -355,6 +355,9 @@ class _Validator:
             self.out.datasets[d.name] = self.keyed("dataset", d.entries, d.name_loc,
                                                    f"dataset '{d.name}'", d.origin or None)
             self.out.locs[f"dataset:{d.name}"] = d.name_loc
+            for e in d.entries:  # where the data path is written (infer checks the file)
+                if e.key == "source" and isinstance(e.value, Call) and e.value.args:
+                    self.out.locs[f"dataset:{d.name}.path"] = e.value.args[0].loc
         for m in p.models:
             if m.name not in self.out.models:
                 self.model(m)

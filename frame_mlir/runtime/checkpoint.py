@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from frame_mlir.fileio import atomic_write_stream
+from frame_mlir.fileio import NotRegularFileError, atomic_write_stream, check_regular_file
 
 FORMAT = "frame-checkpoint"
 VERSION = 1
@@ -68,8 +68,11 @@ class Checkpoint:
     def load(cls, path: str, model: str, expected_digest: str) -> Checkpoint:
         """Read `path`, checking it is a checkpoint of this very run."""
         try:
+            check_regular_file(path)  # a device or FIFO is never read
             with np.load(path, allow_pickle=False) as z:
                 files = dict(z.items())
+        except NotRegularFileError as e:
+            raise CheckpointError("CKPT-001", path, "a regular file", e.found) from None
         except FileNotFoundError:
             raise CheckpointError("CKPT-001", path, "a checkpoint file", "no such file"
                                   ) from None

@@ -285,7 +285,7 @@ def test_source_is_self_contained() -> None:
             modules |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             modules.add((node.module or "").split(".")[0])
-    assert modules <= {"csv", "difflib", "hashlib", "math", "numpy"}, modules
+    assert modules <= {"csv", "difflib", "hashlib", "math", "numpy", "os", "stat"}, modules
     assert ast.get_docstring(tree)
     namespace: dict = {}
     exec(compile("x = 1\n" + source, "<embedded>", "exec"), namespace)
@@ -322,3 +322,14 @@ def test_committed_csvs_match_make_data(tmp_path: Path) -> None:
         assert Path(p).read_bytes() == committed.read_bytes(), (
             f"{committed} differs from what make_data.py writes; regenerate it with "
             f"'.venv/bin/python testdata/kyn/data/make_data.py'")
+
+
+@pytest.mark.parametrize(("path", "found"), [("/dev/zero", "a character device"),
+                                             ("{tmp}", "a directory")])
+def test_data_file_must_be_regular(tmp_path: Path, path: str, found: str) -> None:
+    """Issue 30: the embedded connector (the PyTorch script's reader) refuses a device or
+    folder before reading it; `/dev/zero` used to spin forever."""
+    path = path.format(tmp=tmp_path)
+    with pytest.raises(CsvDataError, match=f"^{path}: expected a regular file, found {found}$"):
+        load_csv_dataset(path, "y", 0.8, False, 0, "regression")
+    assert file_sha256(path) is None

@@ -109,3 +109,196 @@ def test_batchnorm_with_batch_one_is_refused() -> None:
                          "more than one row per batch in training; use batch >= 2")
     assert run(program({"train": {"batch": "2"}}, BN)).diagnostics == []
     assert run(program({"train": {"batch": "1"}})).diagnostics == []  # no batchnorm
+
+
+# -- checks that need the row count (defect 6, steps maximum) ------------------------------
+IRIS_BN = """\
+dataset Iris:
+    source = csv("data/iris.csv")
+    target = "species"
+    split = 0.7
+
+model Net:
+    input 4
+    dense 8 relu
+    batchnorm
+    dense 3 linear
+
+train:
+    model = Net
+    data = Iris
+    loss = cross_entropy
+    optimizer = sgd(lr=0.1)
+    epochs = 1
+    batch = 8
+    seed = 1
+"""  # 150 rows, 105 train: 13 batches of 8 and a last one of 1 row
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "data").mkdir()
+    shutil.copy(IRIS, tmp_path / "data" / "iris.csv")
+    return tmp_path
+
+
+def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_last_batch_of_one_row_is_refused_by_validate(project: Path,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    prog = project / "bn.kyn"
+    prog.write_text(IRIS_BN)
+    code, out, err = cli(["validate", str(prog)], capsys)
+    line = IRIS_BN[:IRIS_BN.index("batch = 8")].count("\n") + 1
+    assert code == 1 and out == ""
+    assert err.startswith(f"{prog}:{line}:5: error: [train]: the training split of dataset "
+                          "'Iris' has 105 rows (split 0.7 of 150), so batch = 8 leaves a "
+                          "last batch of one row in every epoch, but the batchnorm layer of "
+                          "model 'Net' (line 9) needs more than one row per batch in "
+                          "training; ")
+    assert err.rstrip().endswith("[KYN-H06]")
+    prog.write_text(IRIS_BN.replace("batch = 8", "batch = 7"))  # 105 = 15 x 7
+    assert cli(["validate", str(prog)], capsys)[0] == 0
+
+
+def test_last_batch_of_one_row_at_run_time_names_rule_and_line(project: Path) -> None:
+    """A data file that changed after validation: train still stops before compiling,
+    with the rule and the program's line (not the batch_norm verifier's message)."""
+    from frame_mlir.kyn.errors import KynError
+    from frame_mlir.kyn.pipeline import load_module
+    from frame_mlir.kyn.run import run_module
+
+    prog = project / "bn.kyn"
+    prog.write_text(IRIS_BN.replace("batch = 8", "batch = 7"))
+    module, _ = load_module(prog)
+    rows = (project / "data" / "iris.csv").read_text().splitlines()
+    (project / "data" / "iris.csv").write_text("\n".join(rows[:-8]) + "\n")  # 142 rows
+    with pytest.raises(KynError) as info:  # 99 training rows = 14 x 7 + 1
+        run_module(module, project / "out", quiet=True)
+    (d,) = info.value.diagnostics
+    line = IRIS_BN[:IRIS_BN.index("batch = 8")].count("\n") + 1
+    assert (d.rule, d.file, d.line) == ("KYN-H06", str(prog), line)
+    assert "has 99 rows (split 0.7 of 142), so batch = 7 leaves a last batch of one row" \
+        in d.message
+
+
+def test_steps_maximum_needs_the_row_count(project: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    prog = project / "long.kyn"
+    prog.write_text(IRIS_BN.replace("    batchnorm\n", "")
+                    .replace("epochs = 1", f"epochs = {MAX_EPOCHS}")
+                    .replace("batch = 8", "batch = 1")
+                    .replace("data/iris.csv", "data/big.csv"))
+    rows = (project / "data" / "iris.csv").read_text().splitlines()
+    (project / "data" / "big.csv").write_text("\n".join(rows + rows[1:] * 20) + "\n")
+    n = 150 * 21
+    code, _, err = cli(["validate", str(prog)], capsys)
+    line = IRIS_BN[:IRIS_BN.index("epochs")].count("\n")  # one line less: no batchnorm
+    assert code == 1
+    assert err.startswith(f"{prog}:{line}:5: error: [train]: epochs = {MAX_EPOCHS} of "
+                          f"{int(n * 0.7)} batches each (batch = 1, the training split of "
+                          f"dataset 'Iris') is {MAX_EPOCHS * int(n * 0.7)} steps; at most "
+                          f"{MAX_STEPS} steps")
+    assert err.rstrip().endswith("[KYN-S06]")
+
+
+# -- divergence (defect 8) ------------------------------------------------------------------
+def test_divergence_is_warned(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prog = project / "nan.kyn"
+    prog.write_text(IRIS_BN.replace("    batchnorm\n", "").replace("lr=0.1", "lr=1e30")
+                    .replace("epochs = 1", "epochs = 2") + "\nevaluate:\n    metrics = "
+                    "[accuracy]\n")
+    code, out, err = cli(["train", str(prog), "--out-dir", str(project / "o")], capsys)
+    assert code == 0 and "epoch 1 loss nan" in out
+    warnings = [ln for ln in err.splitlines() if "warning" in ln]
+    assert len(warnings) == 1, err
+    assert warnings[0].startswith("frame-kyn: warning: training diverged: the loss first "
+                                  "became ")
+    assert " at epoch 1, step " in warnings[0]
+    assert warnings[0].endswith("(lr 1e+30 may be too large)")
+
+
+def test_a_finite_run_has_no_warning(project: Path, capsys: pytest.CaptureFixture[str]
+                                     ) -> None:
+    prog = project / "ok.kyn"
+    prog.write_text(IRIS_BN.replace("batch = 8", "batch = 7"))
+    code, _, err = cli(["train", str(prog), "--out-dir", str(project / "o")], capsys)
+    assert code == 0 and "warning" not in err
+
+
+def test_seed_option_range(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prog = project / "ok.kyn"
+    prog.write_text(IRIS_BN.replace("batch = 8", "batch = 7"))
+    code, _, err = cli(["train", str(prog), "--seed", "4294967296"], capsys)
+    assert code == 2 and "--seed: expected an integer in [0, 4294967295], found " \
+        "4294967296" in err
+
+
+# -- inputs that are not regular files (defect 9) -------------------------------------------
+def _fifo(tmp_path: Path, name: str = "pipe") -> Path:
+    path = tmp_path / name
+    os.mkfifo(path)
+    return path
+
+
+def _cli_subprocess(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """In a process of its own: a reader that blocks on a FIFO must not hang the tests."""
+    return subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", *argv], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/dev/null", "{tmp}", "{fifo}"])
+def test_csv_source_must_be_a_regular_file(tmp_path: Path, path: str) -> None:
+    fifo = _fifo(tmp_path)
+    path = path.format(tmp=tmp_path, fifo=fifo)
+    found = {"/dev/zero": "a character device", "/dev/null": "a character device",
+             str(tmp_path): "a directory", str(fifo): "a FIFO"}[path]
+    text = program({"dataset": {"source": f'csv("{path}")'}})
+    a = analyze(text, str(tmp_path / "t.kyn"))
+    d = only(a)
+    assert (d.rule, (d.line, d.col)) == ("IO-001", where(text, f'"{path}"'))
+    assert d.message == f"dataset 'D': {path}: expected a regular file, found {found}"
+
+
+def test_train_refuses_a_fifo_data_file_at_run_time(project: Path) -> None:
+    """The file became a FIFO after validation: IO-001 before anything reads it."""
+    prog = project / "p.kyn"
+    prog.write_text(IRIS_BN.replace("batch = 8", "batch = 7"))
+    (project / "data" / "iris.csv").unlink()
+    _fifo(project / "data", "iris.csv")
+    r = _cli_subprocess(["train", "p.kyn", "--out-dir", "o"], project)
+    assert r.returncode == 1, r.stderr
+    assert "expected a regular file, found a FIFO" in r.stderr and "[IO-001]" in r.stderr
+
+
+def test_program_import_and_lock_must_be_regular_files(project: Path) -> None:
+    _fifo(project, "prog.kyn")
+    r = _cli_subprocess(["validate", "prog.kyn"], project)
+    assert r.returncode == 1
+    assert r.stderr.strip() == ("prog.kyn: error: cannot read the file: expected a regular "
+                                "file, found a FIFO [KYN-P00]")
+    _fifo(project, "lib.kyn")
+    (project / "main.kyn").write_text('import "lib.kyn"\n' + IRIS_BN.replace("batch = 8",
+                                                                              "batch = 7"))
+    r = _cli_subprocess(["validate", "main.kyn"], project)
+    assert r.returncode == 1 and "expected a regular file, found a FIFO" in r.stderr
+    assert "[KYN-S12]" in r.stderr
+    (project / "ok.kyn").write_text(IRIS_BN.replace("batch = 8", "batch = 7"))
+    _fifo(project, "kynml.lock")
+    r = _cli_subprocess(["lock", "check", "ok.kyn"], project)
+    assert r.returncode == 1 and "expected a regular file, found a FIFO" in r.stderr
+    assert "[KYN-L02]" in r.stderr
+
+
+def test_resume_must_be_a_regular_file(project: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    prog = project / "p.kyn"
+    prog.write_text(IRIS_BN.replace("batch = 8", "batch = 7"))
+    code, _, err = cli(["train", str(prog), "--resume", "/dev/null"], capsys)
+    assert code == 1
+    assert "CKPT-001 at /dev/null: expected a regular file, found a character device" in err
