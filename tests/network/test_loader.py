@@ -287,6 +287,232 @@ def test_net011_concat_needs_one_input() -> None:
     assert d.expected == "at least 1 input(s)" and d.found == "0"
 
 
+# --------------------------------------------------------------------------- option ranges
+# Issue 30: every option value a verifier, pass or library refuses later is refused at
+# check time, with NET-000 at the option's pointer (NET-005 where only the input shapes
+# tell, at the operator's).
+
+F32_MAX = "3.4028234663852886e+38"
+
+
+def _one_op(op_type: str, options: dict[str, Any], shape: list[int] | None = None
+            ) -> dict[str, Any]:
+    """data [4, 2, 6, 6] -> the operator -> InnerProduct(3) -> SoftmaxWithLoss."""
+    return {
+        "inputs": [{"name": "data", "shape": shape or [4, 2, 6, 6]},
+                   {"name": "label", "shape": [(shape or [4])[0]], "dtype": "int"}],
+        "outputs": ["loss"],
+        "operators": [
+            {"name": "x", "type": op_type, "inputs": ["data"], "outputs": ["x"],
+             "options": options},
+            {"name": "ip", "type": "InnerProduct", "inputs": ["x"], "outputs": ["ip"],
+             "options": {"outputs": 3}},
+            {"name": "l", "type": "SoftmaxWithLoss", "inputs": ["ip", "label"],
+             "outputs": ["loss"]}]}
+
+
+def test_issue30_conv_kernel_zero() -> None:
+    """Defect 2: `"kernel": 0` was an internal ZeroDivisionError (the initial range)."""
+    doc = _one_op("Convolution2D", {"channels_out": 3, "kernel": 0}, [64, 1, 8, 8])
+    d = only(doc)
+    assert (d.rule, d.pointer) == ("NET-000", "/operators/0/options/kernel")
+    assert d.expected == "an integer or a list of two integers, each in [1, 2147483647]"
+    assert d.found == "0"
+    assert str(d) == ("NET-000 at /operators/0/options/kernel: expected an integer or a "
+                      "list of two integers, each in [1, 2147483647], found 0")
+
+
+def test_issue30_huge_loss_weight() -> None:
+    """Defect 3: a loss weight beyond float32 was an internal OverflowError."""
+    doc = base()
+    doc["outputs"] = ["prob", {"name": "loss", "loss_weight": 1e39}]
+    d = only(doc)
+    assert (d.rule, d.pointer) == ("NET-000", "/outputs/1/loss_weight")
+    assert d.expected == f"a number of at most {F32_MAX} in magnitude (finite in float32)"
+    assert d.found == "1e+39"
+
+
+@pytest.mark.parametrize(("op_type", "options", "key", "expected", "found"), [
+    # defect 4: refused later by frame.batch_norm / frame.batch_norm_stats / frame.hardtanh
+    ("BatchNorm", {"eps": 0}, "eps", "> 0", "0"),
+    ("BatchNorm", {"eps": -1}, "eps", "> 0", "-1"),
+    ("BatchNorm", {"momentum": 5}, "momentum", "<= 1", "5"),
+    ("Hardtanh", {"min_val": 1, "max_val": -1}, "min_val", "min_val < max_val (in float32)",
+     "min_val 1 and max_val -1"),
+    # item 2: every range a verifier, pass or library enforces
+    ("BatchNorm", {"momentum": -0.5}, "momentum", ">= 0", "-0.5"),
+    ("BatchNorm", {"eps": 1e-50}, "eps", "> 0 in float32 (at least 1.4e-45)",
+     "1e-50, which rounds to 0"),
+    ("BatchNorm", {"eps": 1e39}, "eps", f"<= {F32_MAX}", "1e+39"),
+    ("Hardtanh", {"min_val": 1, "max_val": 1}, "min_val", "min_val < max_val (in float32)",
+     "min_val 1 and max_val 1"),
+    ("Hardtanh", {"min_val": 2}, "min_val", "min_val < max_val (in float32)",
+     "min_val 2 and max_val 1"),
+    ("Hardtanh", {"max_val": -2}, "max_val", "min_val < max_val (in float32)",
+     "min_val -1 and max_val -2"),
+    ("Hardtanh", {"min_val": 0.5, "max_val": 0.50000000001}, "min_val",
+     "min_val < max_val (in float32)", "min_val 0.5 and max_val 0.50000000001"),
+    ("Hardtanh", {"max_val": -1e39}, "max_val", f">= -{F32_MAX}", "-1e+39"),
+    ("Threshold", {"threshold": 1e39}, "threshold", f"<= {F32_MAX}", "1e+39"),
+    ("Reduction", {"output_scale": -1e39}, "output_scale", f">= -{F32_MAX}", "-1e+39"),
+    ("Interpolation", {"scale_y": 1e39, "scale_x": 1}, "scale_y", f"<= {F32_MAX}", "1e+39"),
+    ("Convolution2D", {"channels_out": 3, "kernel": [3, 0]}, "kernel",
+     "each in [1, 2147483647]", "[3, 0]"),
+    ("Convolution2D", {"channels_out": 3, "kernel": 3, "stride": 0}, "stride",
+     "each in [1, 2147483647]", "0"),
+    ("Convolution2D", {"channels_out": 3, "kernel": 3, "dilate": [1, 0]}, "dilate",
+     "each in [1, 2147483647]", "[1, 0]"),
+    ("Convolution2D", {"channels_out": 3, "kernel": 3, "pad": -1}, "pad",
+     "each in [0, 2147483647]", "-1"),
+    ("Convolution2D", {"channels_out": 3, "kernel": 3, "stride": 2**63}, "stride",
+     "each in [1, 2147483647]", str(2**63)),
+    ("Convolution2D", {"channels_out": 2**31, "kernel": 3}, "channels_out",
+     "<= 2147483647", str(2**31)),
+    ("TransposedConvolution2D", {"channels_out": 2, "kernel": 3, "output_pad": -1},
+     "output_pad", "each in [0, 2147483647]", "-1"),
+    ("Pooling2D", {"kernel": 0}, "kernel", "each in [1, 2147483647]", "0"),
+    ("Pooling2D", {"kernel": 2, "stride": [0, 1]}, "stride", "each in [1, 2147483647]",
+     "[0, 1]"),
+    ("Pooling2D", {"kernel": 2, "pad": -1}, "pad", "each in [0, 2147483647]", "-1"),
+    ("Slice", {"begin": -2**70}, "begin", ">= -2147483647", str(-2**70)),
+    ("Reduction", {"start_axis": 2**40}, "start_axis", "<= 2147483647", str(2**40)),
+    ("Interpolation", {"out_h": 2**31, "out_w": 2}, "out_h", "<= 2147483647", str(2**31)),
+])
+def test_issue30_option_ranges(op_type: str, options: dict[str, Any], key: str,
+                               expected: str, found: str) -> None:
+    d = only(_one_op(op_type, options))
+    assert (d.rule, d.pointer) == ("NET-000", f"/operators/0/options/{key}")
+    assert expected in d.expected and d.found == found, d
+    assert f"expected {d.expected}, found {d.found}" in text(d)
+
+
+def test_issue30_list_items_in_range() -> None:
+    doc = _one_op("Reshape", {"dims": [4, 2**40]})
+    d = only(doc)
+    assert (d.rule, d.pointer) == ("NET-000", "/operators/0/options/dims/1")
+    assert d.expected == "<= 2147483647"
+    doc = _one_op("Parameter", {"shape": [0]})
+    doc["operators"][0]["inputs"] = []
+    d = only(doc)
+    assert (d.rule, d.pointer) == ("NET-000", "/operators/0/options/shape/0")
+
+
+@pytest.mark.parametrize(("op_type", "options"), [
+    ("BatchNorm", {"eps": 1.5e-45, "momentum": 0}),
+    ("BatchNorm", {"eps": 3.4e38, "momentum": 1}),
+    ("Hardtanh", {"min_val": -3.4028234663852886e38, "max_val": 3.4028234663852886e38}),
+    ("Hardtanh", {"min_val": 0.5, "max_val": 0.5000001}),
+    ("Elementwise", {"coef1": -3.4e38, "coef2": 1e-50}),
+    ("Convolution2D", {"channels_out": 3, "kernel": [1, 3], "stride": [2147483647, 1],
+                       "dilate": 2}),
+])
+def test_issue30_range_boundaries_are_accepted(op_type: str, options: dict[str, Any]
+                                               ) -> None:
+    doc = _one_op(op_type, options)
+    if op_type == "Elementwise":
+        doc["operators"][0]["inputs"] = ["data", "data"]
+    spec = network_from_doc(doc)
+    for mode in ("train", "test"):
+        build_function(spec, mode).fn.verify()
+
+
+def test_issue30_element_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sizes no machine holds, and whose byte counts overflow int64, are refused at
+    check time: a declared shape (NET-000) or a deduced one (NET-005). An Interpolation
+    output that does not fit in memory is RT-001 (MemoryError) before its constant
+    indices are computed."""
+    doc = _one_op("Abs", {}, [2**31, 2**31, 2**31])
+    d = only(doc)
+    assert (d.rule, d.pointer) == ("NET-000", "/inputs/0/shape")
+    assert d.expected == "at most 2^50 elements"
+    assert d.found == f"{2**93} elements"
+    d = only(_one_op("Convolution2D", {"channels_out": 3, "kernel": 1, "pad": 2**30}))
+    assert (d.rule, d.pointer) == ("NET-005", "/operators/0")
+    assert "element count overflows: [4, 3, 2147483654, 2147483654] has" in d.message
+    d = only(_one_op("Interpolation", {"scale_y": 3e38, "scale_x": 1}))
+    assert (d.rule, d.pointer) == ("NET-005", "/operators/0")
+    assert "output size" in d.message and "exceeds 2147483647" in d.message
+    doc = _one_op("Parameter", {"shape": [2**30, 2**30, 2**30]})
+    doc["operators"][0]["inputs"] = []
+    d = only(doc)
+    assert (d.rule, d.pointer) == ("NET-005", "/operators/0")
+    assert "element count overflows: parameter 'x.0' [1073741824, 1073741824, " in d.message
+    monkeypatch.setattr("frame_mlir.runtime.trainer._available_memory", lambda: 1 << 30)
+    with pytest.raises(MemoryError, match=r"an Interpolation output \[4, 2, 8388608, 6\] "
+                       r"needs 1.5 GiB, 1.0 GiB are available"):
+        network_from_doc(_one_op("Interpolation", {"out_h": 2**23, "out_w": 6}))
+    network_from_doc(_one_op("Interpolation", {"out_h": 8192, "out_w": 6}))
+
+
+# Values for each option kind: the ranges' edges, and beyond them.
+_MUTATIONS: dict[str, list[Any]] = {
+    "pair": [0, -1, 1, 2, [0, 1], [1, 0], [2, 3], 2**31 - 1, 2**31, 2**63],
+    "int": [0, -1, -3, 1, 2, 5, 2**31 - 1, 2**31, -2**63],
+    "pos_int": [1, 2, 3, 2**31 - 1, 2**31],
+    "number": [0, -1, 0.5, 1, 5, 1e-50, 1e-40, 3.4e38, -3.4e38, 1e39, -1e39],
+    "int_list": [[], [0], [-1], [1], [0, -1], [2**40]],
+    "shape": [[1], [3, 2**40]],
+}
+_BASE_OPTIONS: dict[str, dict[str, Any]] = {
+    "Activation": {"activation": "relu"}, "Pooling2D": {"kernel": 2},
+    "InnerProduct": {"outputs": 4}, "Convolution2D": {"channels_out": 2, "kernel": 3},
+    "TransposedConvolution2D": {"channels_out": 2, "kernel": 3},
+    "Reshape": {"dims": [4, -1]}, "Parameter": {"shape": [4, 5]},
+    "Interpolation": {"out_w": 4},
+}
+_SKIP = ("SoftmaxWithLoss", "NLLLoss", "MSELoss")  # two-input losses: the others cover them
+
+
+def _mutated_documents() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for op_type, t in OPERATORS.items():
+        if op_type in _SKIP:
+            continue
+        for key, o in t.options.items():
+            for v in _MUTATIONS.get(o.kind, []):
+                options = {**_BASE_OPTIONS.get(op_type, {}), key: v}
+                doc = _one_op(op_type, options)
+                if t.inputs == 2 or t.inputs is None:
+                    doc["operators"][0]["inputs"] = ["data", "data"]
+                elif t.inputs == 0:
+                    doc["operators"][0]["inputs"] = []
+                out.append((f"{op_type}.{key}={v!r}", doc))
+    for w in (0, -1, 1e-50, 3.4e38, 1e39, -1e39, 2**200):
+        doc = _one_op("Abs", {})
+        doc["outputs"] = [{"name": "loss", "loss_weight": w}]
+        out.append((f"loss_weight={w!r}", doc))
+    return out
+
+
+def test_issue30_what_the_checker_accepts_verifies(monkeypatch: pytest.MonkeyPatch
+                                                   ) -> None:
+    """Every option of every operator type, mutated across its range's edges: the
+    document is refused with rule ids (SpecError; or a MemoryError, RT-001, for an
+    Interpolation output larger than the memory available, here 8 GiB), never another
+    exception, or both of its functions pass the dialect's verifiers, which the
+    passes run later."""
+    monkeypatch.setattr("frame_mlir.runtime.trainer._available_memory", lambda: 8 << 30)
+    accepted = refused = 0
+    for name, doc in _mutated_documents():
+        try:
+            spec = network_from_doc(doc)
+        except SpecError as e:
+            assert all(d.rule.startswith("NET-") for d in e.diagnostics), (name, e)
+            refused += 1
+            continue
+        except MemoryError as e:
+            assert name.startswith("Interpolation.out_") and "GiB are available" in str(e)
+            refused += 1
+            continue
+        for mode in ("train", "test"):
+            try:
+                build_function(spec, mode).fn.verify()
+            except Exception as e:  # pragma: no cover - the failure is the message
+                pytest.fail(f"{name}: accepted, then {mode} fails: {type(e).__name__}: {e}")
+        accepted += 1
+    assert accepted > 50 and refused > 50, (accepted, refused)
+
+
 # --------------------------------------------------------------------------- shape rules
 
 

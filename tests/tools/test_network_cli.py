@@ -139,6 +139,40 @@ def _known_types() -> list[str]:
     return list(OPERATORS)
 
 
+def _issue30_net(options: dict[str, Any], outputs: list[Any] | None = None
+                 ) -> dict[str, Any]:
+    """The campaign's file: data [64, 1, 8, 8] and label [64]; Convolution2D `c`,
+    InnerProduct(10), SoftmaxWithLoss."""
+    return {
+        "inputs": [{"name": "data", "shape": [64, 1, 8, 8]},
+                   {"name": "label", "shape": [64], "dtype": "int"}],
+        "outputs": outputs or ["loss"],
+        "operators": [
+            {"name": "c", "type": "Convolution2D", "inputs": ["data"], "outputs": ["c"],
+             "options": {"channels_out": 3, **options}},
+            {"name": "ip", "type": "InnerProduct", "inputs": ["c"], "outputs": ["ip"],
+             "options": {"outputs": 10}},
+            {"name": "loss", "type": "SoftmaxWithLoss", "inputs": ["ip", "label"],
+             "outputs": ["loss"]}]}
+
+
+@pytest.mark.parametrize(("doc", "message"), [
+    # defect 2: internal error ZeroDivisionError, exit 70
+    (_issue30_net({"kernel": 0}), "NET-000 at /operators/0/options/kernel: expected an "
+     "integer or a list of two integers, each in [1, 2147483647], found 0"),
+    # defect 3: internal error OverflowError (float too large to pack), exit 70
+    (_issue30_net({"kernel": 3}, [{"name": "loss", "loss_weight": 1e39}]),
+     "NET-000 at /outputs/0/loss_weight: expected a number of at most "
+     "3.4028234663852886e+38 in magnitude (finite in float32), found 1e+39"),
+])
+def test_dslc_check_issue30_values(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                   doc: dict[str, Any], message: str) -> None:
+    path = tmp_path / "net.json"
+    path.write_text(json.dumps(doc))
+    rc, out, err = run(capsys, frame_dslc.main, "--check", path)
+    assert (rc, out, err) == (1, "", f"frame-dslc: error: {path}: {message}\n")
+
+
 def test_dslc_run_refuses_a_network(capsys: pytest.CaptureFixture[str],
                                     files: dict[str, Path]) -> None:
     rc, _, err = run(capsys, frame_dslc.main, "--run", files["net"])

@@ -15,7 +15,9 @@ rule id, JSON pointer, expected vs found, all diagnostics at once):
 
 Rules:
 
-* ``NET-000`` structure: wrong type, missing member, unknown key, value out of range.
+* ``NET-000`` structure: wrong type, missing member, unknown key, value out of range
+  (every option's range: the schema's, and `_option_values` for float32 rounding and
+  Hardtanh's min_val < max_val; declared input shapes of at most 2^50 elements).
 * ``NET-001`` unknown operator type.
 * ``NET-002`` unknown option key: a warning (the reference ignores such keys), an
   error with ``strict``.
@@ -23,7 +25,8 @@ Rules:
 * ``NET-004`` a duplicate name: input, operator, network output, or a tensor produced
   twice (other than in place).
 * ``NET-005`` shapes or option values that do not fit the inputs (the deduced shapes
-  are in the message).
+  are in the message); a deduced tensor or parameter of more than 2^50 elements; an
+  op the dialect's verifier refuses (each op is verified as it is built).
 * ``NET-006`` a cycle: a tensor consumed before the operator producing it runs.
 * ``NET-007`` retired: a loss output of several elements is the sum of its elements,
   as in the reference (it was refused before).
@@ -48,17 +51,26 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from frame_mlir.frontend.errors import Diagnostic, SpecError, make_pointer, split_pointer
-from frame_mlir.frontend.network.options import OPERATORS, REQUIRED, with_defaults
+from frame_mlir.frontend.network.options import (
+    F32_MAX,
+    INT_MAX,
+    OPERATORS,
+    REQUIRED,
+    Option,
+    with_defaults,
+)
 from frame_mlir.frontend.network.schema import network_schema
 from frame_mlir.frontend.spec_v0 import brief_value, decode_document, json_type, read_document
 
@@ -67,6 +79,11 @@ __all__ = ["WARNING_RULES", "InputSpec", "NetworkSpec", "OperatorSpec", "OutputS
 
 #: dtype names of the format -> what the frame IR stores.
 DTYPES = ("float", "int")
+
+#: The most elements of any tensor (4 PiB of float32): more than any machine holds, and
+#: byte counts stay far from int64 overflow. Declared shapes beyond it are NET-000,
+#: deduced ones NET-005; smaller ones that do not fit in memory are RT-001 at run time.
+MAX_ELEMENTS = 2**50
 
 #: The rules that are warnings unless `strict`: what the reference accepts silently.
 WARNING_RULES = frozenset({"NET-002", "NET-012"})
@@ -198,17 +215,26 @@ def _schema_diagnostics(error: ValidationError, doc: Any) -> list[Diagnostic]:
     elif kind == "enum":
         expected = "one of " + ", ".join(json.dumps(v) for v in vv)
     elif kind == "anyOf" and "options" in parts:
-        expected = "an integer or a list of two integers"
+        o = _option(parts, doc)
+        low = o.minimum if o is not None and o.minimum is not None else -INT_MAX
+        expected = f"an integer or a list of two integers, each in [{low}, {INT_MAX}]"
     elif kind == "anyOf":
+        weight = inst.get("loss_weight") if isinstance(inst, dict) else None
         if isinstance(inst, dict) and "loss_weight" in inst and (
-                isinstance(inst["loss_weight"], bool)
-                or not isinstance(inst["loss_weight"], int | float)):
+                isinstance(weight, bool) or not isinstance(weight, int | float)):
             return [Diagnostic("NET-000", make_pointer((*parts, "loss_weight")), "a number",
-                               f"{json_type(inst['loss_weight'])} "
-                               f"{brief_value(inst['loss_weight'])}")]
+                               f"{json_type(weight)} {brief_value(weight)}")]
+        if isinstance(weight, int | float) and not abs(weight) <= F32_MAX:
+            return [Diagnostic("NET-000", make_pointer((*parts, "loss_weight")),
+                               f"a number of at most {F32_MAX} in magnitude (finite in "
+                               "float32)", brief_value(weight))]
         expected = "a tensor name or an object {\"name\", \"loss_weight\"}"
     elif kind == "minimum":
-        expected = f">= {vv}"
+        expected = f">= {_text(vv)}"
+    elif kind == "maximum":
+        expected = f"<= {_text(vv)}"
+    elif kind == "exclusiveMinimum":
+        expected = f"> {_text(vv)}"
     elif kind in ("minItems", "maxItems"):
         expected = f"{'at least' if kind == 'minItems' else 'at most'} {vv} items"
         found = f"{len(inst)} items"
@@ -219,17 +245,24 @@ def _schema_diagnostics(error: ValidationError, doc: Any) -> list[Diagnostic]:
     return [Diagnostic("NET-000", pointer, expected, found)]
 
 
+def _option(parts: tuple[Any, ...], doc: Any) -> Option | None:
+    """The operator option at path `parts` (`operators/<i>/options/<key>`), if any."""
+    if len(parts) != 4 or parts[0] != "operators" or parts[2] != "options":
+        return None
+    op_type = doc["operators"][parts[1]].get("type")
+    t = OPERATORS.get(op_type) if isinstance(op_type, str) else None
+    return t.options.get(str(parts[3])) if t is not None else None
+
+
 def _boolean_option(parts: tuple[Any, ...], doc: Any) -> str | None:
     """What the boolean at path `parts` is (`option 'ceil_mode' of Pooling2D`,
     `operator key 'frozen'`), or None when the path holds no boolean."""
     if len(parts) == 3 and parts[0] == "operators" and parts[2] == "frozen":
         return "operator key 'frozen'"
-    if len(parts) != 4 or parts[0] != "operators" or parts[2] != "options":
+    o = _option(parts, doc)
+    if o is None or o.kind != "bool":
         return None
-    op_type = doc["operators"][parts[1]].get("type")
-    t = OPERATORS.get(op_type) if isinstance(op_type, str) else None
-    o = t.options.get(str(parts[3])) if t is not None else None
-    return f"option '{parts[3]}' of {op_type}" if o is not None and o.kind == "bool" else None
+    return f"option '{parts[3]}' of {doc['operators'][parts[1]]['type']}"
 
 
 def _integer_booleans(doc: Any) -> list[Diagnostic]:
@@ -263,6 +296,59 @@ def _integer_booleans(doc: Any) -> list[Diagnostic]:
                 f"{what}: integer {brief_value(value)} is read as {json.dumps(bool(value))}; "
                 "the reference reads a value that is not a JSON boolean as the default, "
                 f"{json.dumps(default)} (write {json.dumps(bool(value))} to say it)"))
+    return out
+
+
+def _number(value: Any) -> float | None:
+    """`value` as a float if it is a number representable in float32 (else the schema
+    reports it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    v = float(value) if abs(value) <= F32_MAX else math.inf
+    return v if math.isfinite(v) else None
+
+
+def _text(value: float) -> str:
+    """A number as the document might write it: `1`, `-0.5`, `0.50000000001`."""
+    if isinstance(value, int):
+        return str(value)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+
+
+def _option_values(doc: Any) -> list[Diagnostic]:
+    """NET-000 for what the schema cannot say: option values that are fine alone but
+    not in float32 or together (an eps that rounds to 0 in float32, Hardtanh's
+    min_val >= max_val: the dialect's verifiers refuse both later), and declared input
+    shapes of more than MAX_ELEMENTS elements. Values the schema refuses are skipped."""
+    out: list[Diagnostic] = []
+    inputs = doc.get("inputs") if isinstance(doc, dict) else None
+    for i, inp in enumerate(inputs if isinstance(inputs, list) else ()):
+        shape = inp.get("shape") if isinstance(inp, dict) else None
+        if isinstance(shape, list) and shape and all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape):
+            n = math.prod(shape)
+            if n > MAX_ELEMENTS:
+                out.append(Diagnostic("NET-000", f"/inputs/{i}/shape", "at most 2^50 "
+                                      "elements", f"{n} elements"))
+    ops = doc.get("operators") if isinstance(doc, dict) else None
+    for i, op in enumerate(ops if isinstance(ops, list) else ()):
+        options = op.get("options") if isinstance(op, dict) else None
+        if not isinstance(options, dict):
+            continue
+        ptr = f"/operators/{i}/options"
+        if op.get("type") == "BatchNorm":
+            eps = _number(options.get("eps"))
+            if eps is not None and eps > 0 and np.float32(eps) == 0:
+                out.append(Diagnostic("NET-000", f"{ptr}/eps", "> 0 in float32 (at least "
+                                      "1.4e-45)", f"{_text(eps)}, which rounds to 0"))
+        elif op.get("type") == "Hardtanh":
+            lo = _number(options.get("min_val", -1.0))
+            hi = _number(options.get("max_val", 1.0))
+            if lo is not None and hi is not None and not np.float32(lo) < np.float32(hi):
+                key = "min_val" if "min_val" in options else "max_val"
+                out.append(Diagnostic("NET-000", f"{ptr}/{key}", "min_val < max_val (in "
+                                      "float32)", f"min_val {_text(lo)} and max_val "
+                                      f"{_text(hi)}"))
     return out
 
 
@@ -415,6 +501,7 @@ def network_from_doc(doc: object, source: str = "<dict>", name: str = "network",
     diags = [d for e in sorted(_validator().iter_errors(doc), key=lambda e: list(
         map(str, e.absolute_path))) for d in _schema_diagnostics(e, doc)]
     diags = list(dict.fromkeys(diags))  # sub-schemas repeat some
+    diags += _option_values(doc)
     quirks = _integer_booleans(doc)
     if strict:
         if quirks:

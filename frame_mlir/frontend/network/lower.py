@@ -18,7 +18,9 @@ parameters and running statistics are plain inputs; constants (interpolation ind
 and weights) are inputs whose values the host fills once (`ArgRole.value`).
 
 Every shape comes from the dialect's own rules: an op constructor that rejects its
-operands is reported as ``NET-005`` with the operator's input shapes.
+operands, or an op that fails its verifier (each is verified as it is built, so that no
+pass meets an op its verifier refuses), is reported as ``NET-005`` with the operator's
+input shapes; so is a tensor of more than `MAX_ELEMENTS` elements.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from frame_mlir.dialects import frame
 from frame_mlir.frontend.errors import Diagnostic, SpecError
-from frame_mlir.frontend.network.loader import NetworkSpec, OperatorSpec
+from frame_mlir.frontend.network.loader import MAX_ELEMENTS, NetworkSpec, OperatorSpec
+from frame_mlir.frontend.network.options import INT_MAX
 from frame_mlir.nn.graph import Graph
 from frame_mlir.passes.common import set_arg_attr
 from frame_mlir.passes.frame_autodiff import LOSS_INDEX
@@ -125,7 +128,21 @@ class _Builder:
 
     # -- helpers used by the operator builders -----------------------------------------
     def emit(self, op: Operation) -> SSAValue:
+        """Append `op` once it passes its verifier and its result's element count is
+        within MAX_ELEMENTS: whatever the passes would refuse later is the operator's
+        NET-005 now."""
+        op.verify()
+        for r in op.results:
+            shape = frame.static_shape(r)
+            if shape is not None:
+                self.check_size(shape)
         return self.g.emit(op)
+
+    def check_size(self, shape: Sequence[int], what: str = "") -> None:
+        n = math.prod(shape)
+        if n > MAX_ELEMENTS:
+            raise self.fail(f"element count overflows: {what}{_fmt(shape)} has {n} "
+                            "elements (at most 2^50)")
 
     def param_name(self, index: int) -> str:
         """The name of the current operator's parameter #index: `<op>.<index>` unless
@@ -144,6 +161,7 @@ class _Builder:
         name = self.param_name(index)
         trainable = trainable and not op.frozen
         shape = tuple(int(d) for d in shape)
+        self.check_size(shape, f"parameter '{name}' ")
         known = self.params.get(name)
         if known is not None:
             if known.shape != shape or known.trainable != trainable:
@@ -203,7 +221,7 @@ class _Builder:
             except _OpError as err:
                 diags.append(self._diag(op, xs, err.rule, str(err)))
                 continue
-            except (VerifyException, ValueError) as err:
+            except (VerifyException, ValueError, OverflowError) as err:
                 diags.append(self._diag(op, xs, "NET-005", str(err)))
                 continue
             for name, v in zip(op.outputs, outs, strict=True):
@@ -622,6 +640,12 @@ def _interpolation(b: _Builder, op: OperatorSpec, xs: list[SSAValue]) -> list[SS
                          f"found {size} and {scale}")
         if n_out < 1:
             raise b.fail(f"output size {n_out} along dim {axis} is empty")
+        if n_out > INT_MAX:
+            raise b.fail(f"output size {n_out} along dim {axis} exceeds {INT_MAX}")
+        out_shape = list(_shape(y))
+        out_shape[axis] = n_out
+        b.check_size(out_shape)
+        _fits_in_memory(out_shape)  # before the indices and weights are computed here
         i0, i1, lam = _source_index(method, align, n_in, n_out, factor)
         if n_out == n_in and np.array_equal(i0, np.arange(n_in)) and not lam.any():
             continue  # the identity along this axis
@@ -636,6 +660,20 @@ def _interpolation(b: _Builder, op: OperatorSpec, xs: list[SSAValue]) -> list[SS
         w0 = b.constant((1.0 - lam).astype(np.float32).reshape(wshape))
         y = b.emit(frame.AddOp(b.emit(frame.MulOp(a, w0)), b.emit(frame.MulOp(c, w1))))
     return [y]
+
+
+def _fits_in_memory(shape: Sequence[int]) -> None:
+    """RT-001 (MemoryError) before the check allocates the source indices and weights of
+    an output that cannot fit in the memory available: they are as long as its dim, and
+    a machine with overcommit would not say no to them until too late."""
+    from frame_mlir.runtime.trainer import _available_memory
+
+    need = 4 * math.prod(shape)
+    available = _available_memory()
+    if available is not None and need > available:
+        gib = 1 << 30
+        raise MemoryError(f"an Interpolation output {_fmt(shape)} needs {need / gib:.1f} "
+                          f"GiB, {available / gib:.1f} GiB are available")
 
 
 BUILDERS: dict[str, Callable[[_Builder, OperatorSpec, list[SSAValue]], list[SSAValue]]] = {

@@ -4,14 +4,21 @@ the JSON Schema (`schema.py`), the loader's defaults and `docs/network-format.md
 Each operator type lists its options as `Option(kind, default)`; `REQUIRED` marks an
 option without a default. Kinds:
 
-    int, pos_int   an integer (>= 1 for pos_int)
-    number         a finite number
+    int, pos_int   an integer in [-INT_MAX, INT_MAX] ([1, INT_MAX] for pos_int)
+    number         a number representable in float32: magnitude at most F32_MAX
     bool           true / false, or the integer 0 / 1 (the reference's ONNX-converted
                    networks write `"count_include_pad": 0`)
-    pair           an integer or a list of two (height, width), e.g. kernel 3 or [3, 5]
-    int_list       a list of integers
+    pair           an integer or a list of two (height, width), e.g. kernel 3 or [3, 5],
+                   each in [minimum, INT_MAX]
+    int_list       a list of integers, each in [-INT_MAX, INT_MAX]
     shape          a non-empty list of positive integers
     enum           one of `choices`
+
+An option's `minimum` / `maximum` (inclusive) and `exclusive_minimum` narrow its kind's
+range: every value a verifier, pass or library would refuse later (a kernel of 0, a
+BatchNorm eps of 0, a momentum of 5) is refused by the schema, at the option's JSON
+pointer. Ranges that involve two options (Hardtanh's min_val < max_val) or float32
+rounding (an eps that rounds to 0) are the loader's (`loader._option_values`).
 
 `inputs` says how many input tensors an operator takes (None: one or more).
 """
@@ -29,15 +36,23 @@ REDUCTIONS = ("none", "mean", "sum")
 
 REQUIRED: Any = object()
 
+#: The largest integer option: sizes, indices and strides become 32-bit-safe IR values.
+INT_MAX = 2**31 - 1
+#: The largest finite float32: number options become float32 IR attributes.
+F32_MAX = 3.4028234663852886e38
+
 
 @dataclass(frozen=True)
 class Option:
-    """One option of an operator: its kind, default and (for enums) choices."""
+    """One option of an operator: its kind, default, (for enums) choices and range."""
 
     kind: str
     default: Any = REQUIRED
     choices: tuple[Any, ...] = ()
     doc: str = ""
+    minimum: float | None = None  # inclusive; a pair's entries; default: the kind's
+    maximum: float | None = None  # inclusive
+    exclusive_minimum: float | None = None
 
 
 @dataclass(frozen=True)
@@ -54,8 +69,9 @@ def _act(default: str = "identity") -> Option:
     return Option("enum", default, ACTIVATIONS, "fused activation")
 
 
-def _pair(default: Any = REQUIRED, doc: str = "") -> Option:
-    return Option("pair", default, doc=doc)
+def _pair(default: Any = REQUIRED, doc: str = "", minimum: int = 1) -> Option:
+    """A pair option; kernel, stride and dilation sizes are >= 1, paddings >= 0."""
+    return Option("pair", default, doc=doc, minimum=minimum)
 
 
 _CONV = {
@@ -65,7 +81,7 @@ _CONV = {
     "bias": Option("bool", True, doc="add a bias per output channel"),
     "kernel": _pair(doc="kernel size"),
     "stride": _pair(1),
-    "pad": _pair(0),
+    "pad": _pair(0, minimum=0),
     "dilate": _pair(1),
     "activation": _act(),
     "fwd_algo": Option("enum", None, CONV_ALGOS, "dlprimitives GPU kernel choice; ignored"),
@@ -92,7 +108,7 @@ OPERATORS: dict[str, OperatorType] = {t.name: t for t in (
         "act(op(coef1 * a, coef2 * b)) with numpy broadcasting"),
     OperatorType("Pooling2D", {
         "mode": Option("enum", "max", ("max", "avg")),
-        "kernel": _pair(), "stride": _pair(1), "pad": _pair(0),
+        "kernel": _pair(), "stride": _pair(1), "pad": _pair(0, minimum=0),
         "count_include_pad": Option("bool", False),
         "ceil_mode": Option("bool", False)}, 1, "2-D max or average pooling on NCHW"),
     OperatorType("GlobalPooling", {"mode": Option("enum", "max", ("max", "avg"))}, 1,
@@ -103,11 +119,12 @@ OPERATORS: dict[str, OperatorType] = {t.name: t for t in (
         "bias": Option("bool", True), "activation": _act()}, 1,
         "x W^T + b on the input flattened to [N, features]"),
     OperatorType("Convolution2D", dict(_CONV), 1, "2-D convolution on NCHW"),
-    OperatorType("TransposedConvolution2D", {**_CONV, "output_pad": _pair(0)}, 1,
+    OperatorType("TransposedConvolution2D", {**_CONV, "output_pad": _pair(0, minimum=0)}, 1,
                  "2-D transposed convolution on NCHW"),
     OperatorType("BatchNorm", {
         "features": Option("pos_int", None, doc="channels (dim 1); deduced from the input"),
-        "eps": Option("number", 1e-5), "momentum": Option("number", 0.1),
+        "eps": Option("number", 1e-5, exclusive_minimum=0.0, doc="> 0"),
+        "momentum": Option("number", 0.1, minimum=0.0, maximum=1.0, doc="in [0, 1]"),
         "affine": Option("bool", True, doc="trainable gamma and beta"),
         "use_global_stats": Option("bool", False,
                                    doc="normalise with the running statistics")}, 1,
@@ -125,7 +142,7 @@ OPERATORS: dict[str, OperatorType] = {t.name: t for t in (
                  "reshape; 0 keeps the input's dim, -1 is deduced"),
     OperatorType("Threshold", {"threshold": Option("number", 0.0)}, 1,
                  "x > threshold ? 1 : 0, no gradient"),
-    OperatorType("Hardtanh", {"min_val": Option("number", -1.0),
+    OperatorType("Hardtanh", {"min_val": Option("number", -1.0, doc="below max_val"),
                               "max_val": Option("number", 1.0)}, 1,
                  "max(min_val, min(max_val, x))"),
     OperatorType("Abs", {}, 1, "|x|"),

@@ -10,32 +10,48 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from frame_mlir.frontend.network.options import OPERATORS, REQUIRED, Option
+from frame_mlir.frontend.network.options import F32_MAX, INT_MAX, OPERATORS, REQUIRED, Option
 
 _NAME = {"type": "string", "minLength": 1}
 _POS_INT = {"type": "integer", "minimum": 1}
+_INT = {"type": "integer", "minimum": -INT_MAX, "maximum": INT_MAX}
+#: A number representable in float32 (loss weights and number options).
+FLOAT32: dict[str, Any] = {"type": "number", "minimum": -F32_MAX, "maximum": F32_MAX}
 #: A boolean, or the integer 0 or 1: the reference's ONNX-converted networks write
 #: `"count_include_pad": 0` (docs/network-format.md, "Files of the reference").
 BOOLEAN: dict[str, Any] = {"type": ["boolean", "integer"], "minimum": 0, "maximum": 1}
 
 
+def _ranged(base: dict[str, Any], o: Option) -> dict[str, Any]:
+    """`base` narrowed to the option's own range."""
+    out = dict(base)
+    if o.minimum is not None:
+        out["minimum"] = o.minimum
+    if o.exclusive_minimum is not None:
+        out.pop("minimum", None)
+        out["exclusiveMinimum"] = o.exclusive_minimum
+    if o.maximum is not None:
+        out["maximum"] = o.maximum
+    return out
+
+
 def _option_schema(o: Option) -> dict[str, Any]:
     if o.kind == "int":
-        return {"type": "integer"}
+        return _ranged(_INT, o)
     if o.kind == "pos_int":
-        return dict(_POS_INT)
+        return _ranged({**_INT, "minimum": 1}, o)
     if o.kind == "number":
-        return {"type": "number"}
+        return _ranged(FLOAT32, o)
     if o.kind == "bool":
         return dict(BOOLEAN)
     if o.kind == "enum":
         return {"enum": list(o.choices)}
     if o.kind == "pair":
-        return {"anyOf": [{"type": "integer"},
-                          {"type": "array", "items": {"type": "integer"}, "minItems": 2,
-                           "maxItems": 2}]}
+        entry = _ranged(_INT, o)
+        return {"anyOf": [entry, {"type": "array", "items": dict(entry), "minItems": 2,
+                                  "maxItems": 2}]}
     if o.kind == "int_list":
-        return {"type": "array", "items": {"type": "integer"}}
+        return {"type": "array", "items": _ranged(_INT, o)}
     if o.kind == "shape":
         return {"type": "array", "items": dict(_POS_INT), "minItems": 1}
     raise AssertionError(o.kind)
@@ -85,7 +101,7 @@ def network_schema() -> dict[str, Any]:
             "outputs": {"type": "array", "minItems": 1, "items": {"anyOf": [
                 _NAME,
                 {"type": "object", "required": ["name"], "additionalProperties": False,
-                 "properties": {"name": _NAME, "loss_weight": {"type": "number"}}}]}},
+                 "properties": {"name": _NAME, "loss_weight": dict(FLOAT32)}}]}},
             "operators": {"type": "array", "items": operator},
         },
     }
