@@ -35,6 +35,7 @@ import numpy as np
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from frame_mlir.fileio import open_regular
 from frame_mlir.frontend.errors import Diagnostic, SpecError, make_pointer, split_pointer
 from frame_mlir.frontend.spec import (
     DataSpec,
@@ -916,8 +917,8 @@ def read_document(path: str | Path) -> tuple[str, str]:
     try:
         if from_stdin:
             raw = sys.stdin.buffer.read(MAX_SPEC_BYTES + 1)
-        else:
-            with open(path, "rb") as f:
+        else:  # a device, FIFO or folder is never read
+            with open_regular(path) as f:
                 raw = f.read(MAX_SPEC_BYTES + 1)
     except OSError as e:
         reason = e.strerror or type(e).__name__

@@ -127,12 +127,27 @@ def test_a_spec_too_large_for_memory_draws_nothing(tmp_path: Path,
     assert "RT-001: out of memory" in capsys.readouterr().err
 
 
-def test_an_endless_spec_file_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_oversized_spec_file_is_cut_off(monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
     from frame_mlir.frontend import spec_v0
     from frame_mlir.frontend.errors import SpecError
 
     monkeypatch.setattr(spec_v0, "MAX_SPEC_BYTES", 1 << 16)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * ((1 << 16) + 1))
+    with pytest.raises(SpecError) as info:
+        spec_v0.load_spec(big)
+    (d,) = info.value.diagnostics
+    assert d.rule == "IO-001" and "larger than" in str(d)
+
+
+def test_an_endless_spec_file_is_refused_unread() -> None:
+    """/dev/zero never ends: refused as a device before a byte is read (issue 30)."""
+    from frame_mlir.frontend import spec_v0
+    from frame_mlir.frontend.errors import SpecError
+
     with pytest.raises(SpecError) as info:
         spec_v0.load_spec("/dev/zero")
     (d,) = info.value.diagnostics
-    assert d.rule == "IO-001" and "larger than" in str(d)
+    assert d.rule == "IO-001"
+    assert "expected a regular file, found a character device" in str(d)

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from frame_mlir.data.shuffle import epoch_order
+from frame_mlir.fileio import NotRegularFileError, check_regular_file
 
 __all__ = [
     "DIGITS",
@@ -276,10 +277,13 @@ def _load_npy_dir(source: str, inputs: Sequence[InputDecl], batch: int) -> DataS
 def _load_npz(source: str, inputs: Sequence[InputDecl], batch: int) -> DataSource:
     if os.path.isdir(source):
         return _load_npy_dir(source, inputs, batch)
-    if not os.path.isfile(source):
-        if os.path.exists(source):
-            raise DataError(source, "is not a file; --data takes a .npz file or 'digits'")
-        raise DataError(source, "no such file; --data takes a .npz file or 'digits'")
+    try:  # a device or FIFO is never read
+        check_regular_file(source)
+    except NotRegularFileError as e:
+        raise DataError(source, f"IO-001: {e.strerror} (--data takes a .npz file, a folder "
+                        "of .npy files or 'digits')") from None
+    except OSError:
+        raise DataError(source, "no such file; --data takes a .npz file or 'digits'") from None
     try:
         loaded = np.load(source, allow_pickle=False)
     except OSError as e:

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from frame_mlir.fileio import atomic_write
+from frame_mlir.fileio import atomic_write, open_regular
 
 __all__ = ["WeightsError", "load_weights", "save_weights"]
 
@@ -287,7 +287,7 @@ def load_weights(
             problems found are listed together.
     """
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:  # a device, FIFO or folder is never read
             magic = fh.read(4)
     except OSError as exc:
         raise WeightsError(path, [f"cannot read weights: {_os_reason(exc)}"]) from exc
@@ -349,7 +349,7 @@ def load_weights(
 def _read_all(path: PathLike) -> bytes:
     """The whole file, or a :class:`WeightsError` with the OS reason."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read()
     except OSError as exc:
         raise WeightsError(path, [f"cannot read weights: {_os_reason(exc)}"]) from exc
