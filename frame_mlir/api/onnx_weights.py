@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 
 from frame_mlir.api.tensor import STORAGE, DType, Tensor
+from frame_mlir.fileio import open_regular
 
 __all__ = ["load_onnx_weights", "save_onnx_weights"]
 
@@ -363,8 +364,8 @@ def load_onnx_weights(path: str) -> dict[str, Tensor]:
         {'b': ([4], 'float16')}
     """
     path = _check_path(path, "load_onnx_weights")
-    try:
-        f = open(path, "rb")  # not `with open`: open and read errors differ
+    try:  # a device, FIFO or folder is refused unread (ValueError below)
+        f = open_regular(path)  # not `with open`: open and read errors differ
     except FileNotFoundError as e:
         raise KeyError(f"load_onnx_weights: no such file: '{path}'") from e
     except OSError as e:

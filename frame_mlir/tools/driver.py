@@ -335,12 +335,30 @@ def _names_text(names: Sequence[str]) -> str:
 
 
 def _readable(path: str, option: str) -> Diagnostic | None:
-    """IO-001 when `path` is not a readable file (None when it is)."""
-    if os.path.isfile(path):
+    """IO-001 when `path` is not a readable regular file (None when it is): a device,
+    FIFO or directory is refused before anything reads it (`fileio`)."""
+    from frame_mlir.fileio import NotRegularFileError, check_regular_file
+
+    try:
+        check_regular_file(path)
         return None
-    reason = "is a directory" if os.path.isdir(path) else "no such file"
+    except NotRegularFileError as e:
+        return Diagnostic("IO-001", path, "a regular file", e.found,
+                          f"cannot read the {option} file: {e.strerror}")
+    except FileNotFoundError:
+        reason = "no such file"
+    except OSError as e:
+        reason = str(e.strerror or e)
     return Diagnostic("IO-001", path, "a readable file", reason,
-                    f"cannot read the {option} file: {reason}")
+                      f"cannot read the {option} file: {reason}")
+
+
+def check_input_path(path: str, option: str) -> None:
+    """Fail before a run when the file of `option` cannot be read: IO-001 for a missing
+    file, and for a device, FIFO or directory (expected a regular file)."""
+    bad = _readable(path, option)
+    if bad is not None:
+        raise OptionError([bad])
 
 
 def load_data_file(path: str, spec: ModelSpec) -> dict[str, np.ndarray]:

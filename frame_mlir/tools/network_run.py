@@ -187,7 +187,7 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     from frame_mlir.runtime import distributed
     from frame_mlir.runtime.checkpoint import digest
     from frame_mlir.tools.dp_run import checkpoint_path
-    from frame_mlir.tools.driver import check_output_path, format_loss
+    from frame_mlir.tools.driver import check_input_path, check_output_path, format_loss
     from frame_mlir.tools.progress import progress, summary_line
 
     if args.data is None:
@@ -205,6 +205,8 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     ckpt_file = checkpoint_path(args, spec.name) if hasattr(args, "checkpoint") else None
     if args.save_weights:  # before the run, not after it
         check_output_path(args.save_weights, "--save-weights", NETWORK_WEIGHT_SUFFIXES)
+    if args.load_weights:  # IO-001 for a missing file, a device, FIFO or directory
+        check_input_path(args.load_weights, "--load-weights")
     if args.plot:
         from frame_mlir.tools.plot import require_matplotlib
 
@@ -368,8 +370,10 @@ def network_run_digest(spec: NetworkSpec, args: argparse.Namespace, data: DataSo
     cosine = args.schedule is not None and args.schedule[0] == "cosine"
     weights = None
     if args.load_weights:
+        from frame_mlir.fileio import open_regular
+
         try:
-            with open(args.load_weights, "rb") as f:
+            with open_regular(args.load_weights) as f:
                 weights = hashlib.sha256(f.read()).hexdigest()
         except OSError:  # loading the weights reports it, in its own words
             weights = args.load_weights
