@@ -174,9 +174,14 @@ class FrameOptMain(xDSLOptMain):
         self.pipeline = PassPipeline(tuple(passes), self.pipeline.callback)
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
-        """`-` is standard input, as for mlir-opt (and frame-run / frame-dslc)."""
+        """`-` is standard input, as for mlir-opt (and frame-run / frame-dslc); a file
+        must be a regular file (a device or FIFO is refused unread, IO-001)."""
         if self.args.input_file == "-":
             self.args.input_file = None
+        if self.args.input_file is not None:
+            from frame_mlir.fileio import check_regular_file
+
+            check_regular_file(self.args.input_file)
         return super().get_input_stream()
 
     def apply_passes(self, prog: ModuleOp) -> None:

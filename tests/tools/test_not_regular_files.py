@@ -97,3 +97,13 @@ for path in ("/dev/zero", {str(pipe)!r}, {str(tmp_path)!r}):
     for line, found in zip(lines, ["a character device"] * 2 + ["a FIFO"] * 2
                            + ["a directory"] * 2, strict=True):
         assert f"expected a regular file, found {found}" in line, line
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo"])
+def test_frame_opt_input(tmp_path: Path, kind: str) -> None:
+    path = Path(kind) if kind.startswith("/") else fifo(tmp_path, "in.mlir")
+    found = "a character device" if kind.startswith("/") else "a FIFO"
+    r = tool("frame_opt", path)
+    assert r.returncode == 1
+    assert r.stderr == f"frame-opt: error: IO-001 at {path}: expected a regular file, " \
+                       f"found {found}\n"
