@@ -111,7 +111,8 @@ def train_key_loc(module: KynModule, key: str) -> Loc | None:
 def check_rows(module: KynModule, n_train: int, n_rows: int) -> list[KynDiagnostic]:
     """What the row count decides, for `n_train` training rows out of the data's
     `n_rows`: KYN-H06 for a batchnorm layer trained on a last batch of one row (or a
-    training split of one row), KYN-S06 for more than MAX_STEPS optimizer steps. At
+    training split of one row), KYN-S06 for more than MAX_STEPS optimizer steps, or for
+    a onecycle schedule whose warm-up phase is empty over the run's steps. At
     validate time when the data file can be read (`pipeline.data_diagnostics`), and by
     the trainer before it compiles; each error points at the train key to change."""
     t, d, file = module.train, module.dataset, module.source_path
@@ -135,7 +136,15 @@ def check_rows(module: KynModule, n_train: int, n_rows: int) -> list[KynDiagnost
                                    f"= {t.batch} leaves a last batch of one row in every "
                                    "epoch", fix, file, train_key_loc(module, "batch")))
     per_epoch = math.ceil(n_train / batch)
-    if t.epochs * per_epoch > MAX_STEPS:
+    total = t.epochs * per_epoch
+    s = t.scheduler
+    if s is not None and s.name == "onecycle" and float(s.args["pct_start"] * total) == 1.0:
+        out.append(_diag("KYN-S06", "semantic", f"[train]: onecycle(pct_start="
+                         f"{s.args['pct_start']:g}) over {total} steps ({t.epochs} epochs of "
+                         f"{per_epoch} batches) leaves an empty warm-up phase (pct_start x "
+                         "total_steps = 1, where PyTorch's OneCycleLR divides by zero); use "
+                         "another pct_start", file, train_key_loc(module, "scheduler")))
+    if total > MAX_STEPS:
         out.append(_diag("KYN-S06", "semantic", f"[train]: epochs = {t.epochs} of "
                          f"{per_epoch} batches each (batch = {t.batch}, the training split "
                          f"of dataset '{d.name}') is {t.epochs * per_epoch} steps; at most "

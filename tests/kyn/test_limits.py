@@ -302,3 +302,20 @@ def test_resume_must_be_a_regular_file(project: Path,
     code, _, err = cli(["train", str(prog), "--resume", "/dev/null"], capsys)
     assert code == 1
     assert "CKPT-001 at /dev/null: expected a regular file, found a character device" in err
+
+
+def test_onecycle_with_an_empty_warm_up_is_refused(project: Path,
+                                                   capsys: pytest.CaptureFixture[str]
+                                                   ) -> None:
+    """105 training rows in batches of 7: 15 steps; pct_start 1/15 leaves no warm-up
+    step (PyTorch divides by zero): KYN-S06 at the scheduler, not a bare ValueError."""
+    prog = project / "oc.kyn"
+    prog.write_text(IRIS_BN.replace("batch = 8", "batch = 7\n    scheduler = onecycle("
+                                    f"max_lr=0.1, pct_start={1 / 15!r})"))
+    code, _, err = cli(["validate", str(prog)], capsys)
+    assert code == 1 and "[KYN-S06]" in err and "empty warm-up phase" in err
+    line = IRIS_BN[:IRIS_BN.index("batch = 8")].count("\n") + 2
+    assert err.startswith(f"{prog}:{line}:5: error: [train]: onecycle(pct_start=0.0666667) "
+                          "over 15 steps")
+    code, _, err = cli(["train", str(prog), "--out-dir", str(project / "o")], capsys)
+    assert code == 1 and "[KYN-S06]" in err and "empty warm-up phase" in err
