@@ -91,8 +91,16 @@ def atomic_write(path: str | os.PathLike[str], writer: Callable[[str], None]) ->
     is created with mode 0o666 less the umask -- what an ordinary open() would give the
     final file -- and synced before the rename, so that a crash cannot leave an empty
     file under the final name. Whatever `writer` or the OS raises propagates; the
-    temporary file never survives."""
+    temporary file never survives. An existing `path` that is not a regular file (a
+    device, FIFO or directory) is a NotRegularFileError: renaming onto it would replace
+    the device node itself."""
     target = os.path.abspath(os.fspath(path))
+    try:  # never replace a device, FIFO or folder (as root, /dev/null itself)
+        mode = os.stat(target).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise NotRegularFileError(path, file_kind(mode))
     folder, base = os.path.split(target)
     tmp = ""
     try:

@@ -44,3 +44,18 @@ def test_regular_files_and_links_are_read(tmp_path: Path) -> None:
         assert f.read() == "hello"
     with pytest.raises(FileNotFoundError):
         check_regular_file(tmp_path / "none")
+
+
+def test_atomic_write_never_replaces_a_device_or_fifo(tmp_path: Path) -> None:
+    """Renaming onto `/dev/null` (as root) would replace the device node with a regular
+    file: a FIFO stands in for it here."""
+    from frame_mlir.fileio import atomic_write_stream
+
+    pipe = _fifo(tmp_path)
+    with pytest.raises(NotRegularFileError, match="found a FIFO"):
+        atomic_write_stream(pipe, lambda f: f.write(b"x"))
+    assert pipe.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+    with pytest.raises(NotRegularFileError, match="found a directory"):
+        atomic_write_stream(tmp_path, lambda f: f.write(b"x"))
+    atomic_write_stream(tmp_path / "new", lambda f: f.write(b"x"))
+    assert (tmp_path / "new").read_bytes() == b"x"
