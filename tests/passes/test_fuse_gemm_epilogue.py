@@ -173,3 +173,30 @@ def test_conv_epilogues_and_split_k_update(threads: int) -> None:
         assert p.grad is not None
         np.testing.assert_allclose(ours, (p - LR * p.grad).detach().numpy(), rtol=1e-5,
                                    atol=2e-5 * float(p.grad.abs().max()) * LR)
+
+
+def test_epilogue_bytes_are_counted_per_outer_index() -> None:
+    """Where the epilogue runs is chosen from the bytes one outer index (a head, an
+    image) touches: attention's 64 heads of 128 x 128 scores with their scale are 64 KiB
+    at a time (per tile, in L1), not 4 MiB; a bias smaller than C counts whole."""
+    from types import SimpleNamespace
+
+    from xdsl.dialects.builtin import MemRefType, f32
+
+    from frame_mlir.passes.frame_gemm import Contraction, _epilogue_bytes
+
+    class Buf:  # a buffer value: hashed by identity, as SSA values are
+        def __init__(self, *shape: int) -> None:
+            self.type = MemRefType(f32, list(shape))
+
+    buf = Buf
+
+    c, scaled, bias = buf(64, 128, 128), buf(64, 128, 128), buf(128)
+    g = SimpleNamespace(c_value=c, sizes=(64, 128, 128, 32), outer=[0], rows=[1],
+                        cols=[2], red=[3])
+    g.m, g.n = Contraction.m.fget(g), Contraction.n.fget(g)  # type: ignore[attr-defined]
+    epi = SimpleNamespace(ops=[SimpleNamespace(inputs=[c, bias], outputs=[scaled])])
+    assert _epilogue_bytes(g, epi) == 2 * 4 * 128 * 128 + 4 * 128  # type: ignore[arg-type]
+    g.outer, g.rows, g.sizes = [], [0, 1], (64, 128, 128, 32)
+    g.m = Contraction.m.fget(g)  # type: ignore[attr-defined]
+    assert _epilogue_bytes(g, epi) == 2 * 4 * 64 * 128 * 128 + 4 * 128  # type: ignore[arg-type]
