@@ -42,6 +42,10 @@ if TYPE_CHECKING:
 __all__ = ["SGD", "Adam", "Network", "NetworkWarning", "Trainer", "load"]
 
 
+#: The largest finite float32.
+F32_MAX = 3.4028234663852886e38
+
+
 class NetworkWarning(UserWarning):
     """A quirk of a network file that the reference accepts and so do we (an unknown
     option key, NET-002; an integer boolean it reads as the default, NET-012): the
@@ -59,6 +63,13 @@ def _number(name: str, value: object, lo: float | None = None, lo_open: bool = F
         raise ValueError(f"{name}: expected {'>' if lo_open else '>='} {lo:g}, found {v:g}")
     if hi is not None and v >= hi:
         raise ValueError(f"{name}: expected < {hi:g}, found {v:g}")
+    # the update computes in float32: every hyperparameter must be one there
+    if abs(v) > F32_MAX:
+        raise ValueError(f"{name}: expected a number finite in float32 (magnitude at most "
+                         f"{F32_MAX!r}), found {v:g}")
+    if lo_open and np.float32(v) == 0:
+        raise ValueError(f"{name}: expected > 0 in float32 (at least 1.4e-45), found {v:g}, "
+                         "which rounds to 0")
     return v
 
 

@@ -179,7 +179,7 @@ def _emit_network(spec: NetworkSpec, args: argparse.Namespace) -> int:
     from frame_mlir.backend.cpp.network_program import emit_network_program
     from frame_mlir.frontend.errors import Diagnostic
     from frame_mlir.tools.driver import OptionError
-    from frame_mlir.tools.network_run import network_solver, nonneg_float
+    from frame_mlir.tools.network_run import RATE_RANGE, network_solver, nonneg_float
 
     diags = []
     for dest, why in _NOT_FOR_NETWORK_EMIT.items():
@@ -192,8 +192,7 @@ def _emit_network(spec: NetworkSpec, args: argparse.Namespace) -> int:
         try:
             args.lr = nonneg_float(args.lr)
         except argparse.ArgumentTypeError:
-            diags.append(Diagnostic("EMIT-001", "--lr", "a finite number >= 0",
-                                    f"'{args.lr}'"))
+            diags.append(Diagnostic("EMIT-001", "--lr", RATE_RANGE, f"'{args.lr}'"))
     if args.solver == "adam" and (args.momentum is not None or args.semantics is not None):
         given = flags_given_text(args, ("momentum", "semantics"))
         diags.append(Diagnostic("EMIT-001", given.split()[0], "--momentum and --semantics "

@@ -138,7 +138,7 @@ def run_benchmark(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     from frame_mlir.frontend.network.data import InputDecl, random_feed
     from frame_mlir.frontend.network.lower import label_classes
     from frame_mlir.network.model import Network
-    from frame_mlir.tools.network_run import network_solver
+    from frame_mlir.tools.network_run import load_network_weights, network_solver
 
     solver = network_solver(args)
     seed = 0 if args.seed is None else args.seed
@@ -150,7 +150,7 @@ def run_benchmark(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
 
         net.after_pass = print_ir_after_all_hook(sys.stderr)
     if args.load_weights:
-        net.load_weights(args.load_weights)
+        load_network_weights(net, args.load_weights)
     decls = [InputDecl(i.name, i.shape, i.dtype) for i in spec.inputs]
     feed = random_feed(decls, label_classes(spec), seed)
     trainer = net.trainer(solver) if spec.losses else None

@@ -78,14 +78,23 @@ def add_solver_arguments(g: argparse._ArgumentGroup, seed_help: str) -> None:
     g.add_argument("--seed", type=_seed, default=None, help=seed_help)
 
 
+#: The most epochs of a run: what the program `frame-dslc --emit` writes takes as well.
+MAX_EPOCHS = 2**31 - 1
+#: The largest finite float32: the solvers' hyperparameters are float32 in the update.
+F32_MAX = 3.4028234663852886e38
+#: What `--lr`, `--momentum` and `--weight-decay` take (0 freezes the parameters).
+RATE_RANGE = f"a number in [0, {F32_MAX!r}] (finite in float32)"
+
+
 def _positive_int(text: str) -> int:
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, found '{text}'") \
-            from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, found {v}")
+        raise argparse.ArgumentTypeError(f"expected an integer in [1, {MAX_EPOCHS}], found "
+                                         f"'{text}'") from None
+    if not 1 <= v <= MAX_EPOCHS:
+        raise argparse.ArgumentTypeError(f"expected an integer in [1, {MAX_EPOCHS}], found "
+                                         f"{v}")
     return v
 
 
@@ -100,13 +109,14 @@ def _seed(text: str) -> int:
 
 
 def nonneg_float(text: str) -> float:
-    """argparse type of a network's `--lr`, `--momentum`, `--weight-decay`."""
+    """argparse type of a network's `--lr`, `--momentum`, `--weight-decay`: a number in
+    [0, F32_MAX], as a v0 spec's learning rate (its update runs in float32 too)."""
     try:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, found '{text}'") from None
-    if not math.isfinite(v) or v < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, found {text}")
+    if not 0 <= v <= F32_MAX:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected {RATE_RANGE}, found {text}")
     return v
 
 
@@ -119,10 +129,10 @@ def _schedule(text: str) -> tuple[str, int, float]:
             every, gamma = int(parts[1]), float(parts[2])
         except ValueError:
             every, gamma = 0, -1.0
-        if every >= 1 and math.isfinite(gamma) and gamma > 0:
+        if 1 <= every <= MAX_EPOCHS and 0 < gamma <= F32_MAX:
             return ("step", every, gamma)
-    raise argparse.ArgumentTypeError(f"expected 'step:EPOCHS:GAMMA' (EPOCHS >= 1, GAMMA > 0) "
-                                     f"or 'cosine', found '{text}'")
+    raise argparse.ArgumentTypeError(f"expected 'step:EPOCHS:GAMMA' (EPOCHS >= 1, GAMMA > 0 "
+                                     f"and finite in float32) or 'cosine', found '{text}'")
 
 
 def network_flags_given(args: argparse.Namespace) -> list[str]:
@@ -260,7 +270,7 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
 
         net.after_pass = print_ir_after_all_hook(sys.stderr)
     if args.load_weights:
-        net.load_weights(args.load_weights)
+        load_network_weights(net, args.load_weights)
     resumed = None
     if resume is not None:  # a bad checkpoint fails before anything is compiled
         resumed = _load_checkpoint(resume, spec.name, run_id, net, solver_kind, epochs)
@@ -335,7 +345,7 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     if not root:  # rank 0 writes the files and the summary (the ranks' weights agree)
         return 0
     if args.save_weights:
-        net.save_weights(args.save_weights)
+        save_network_weights(net, args.save_weights)
     if args.plot:
         from frame_mlir.tools.plot import plot_curves
 
@@ -346,6 +356,62 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
         sys.stderr.write("frame-run: warning: training diverged: the last loss is "
                          f"{format_loss(final)} (the learning rate may be too large)\n")
     return 0
+
+
+def load_network_weights(net: Network, path: str) -> None:
+    """`--load-weights FILE` for a network, with a v0 spec's rules: IO-001 when the file
+    cannot be read, WEIGHTS-001 at FILE for a file that is not a weights file, and at
+    FILE:PARAMETER for a missing, mis-shaped or unknown tensor, all at once.
+
+    Raises:
+        OptionError: every diagnostic.
+    """
+    from frame_mlir.frontend.errors import Diagnostic
+    from frame_mlir.frontend.network.weights import WeightsError, load_weights
+    from frame_mlir.tools.driver import OptionError, _names_text, _readable, _shape_text
+
+    bad = _readable(path, "--load-weights")
+    if bad is not None:
+        raise OptionError([bad])
+    try:
+        tensors = load_weights(path)
+    except WeightsError as e:
+        raise OptionError([Diagnostic("WEIGHTS-001", path, "a weights file", p, p)
+                           for p in e.problems]) from None
+    names = [p.name for p in net.param_infos]
+    problems = []
+    for p in net.param_infos:
+        where = f"{path}:{p.name}"
+        if p.name not in tensors:
+            problems.append(Diagnostic(
+                "WEIGHTS-001", where, f"parameter '{p.name}' of shape {_shape_text(p.shape)}",
+                f"no such tensor (the file holds {_names_text(list(tensors))})"))
+        elif tensors[p.name].shape != p.shape:
+            problems.append(Diagnostic(
+                "WEIGHTS-001", where, f"shape {_shape_text(p.shape)} (parameter '{p.name}')",
+                _shape_text(tensors[p.name].shape)))
+    for name in tensors:
+        if name not in names:
+            problems.append(Diagnostic(
+                "WEIGHTS-001", f"{path}:{name}", "only the network's parameters "
+                f"{_names_text(names)}", "a tensor the network has no parameter for"))
+    if problems:
+        raise OptionError(problems)
+    net.set_parameters(tensors)
+
+
+def save_network_weights(net: Network, path: str) -> None:
+    """`--save-weights FILE` for a network: IO-001 when it cannot be written, as for a
+    v0 spec."""
+    from frame_mlir.frontend.errors import Diagnostic
+    from frame_mlir.frontend.network.weights import WeightsError
+    from frame_mlir.tools.driver import OptionError
+
+    try:
+        net.save_weights(path)
+    except WeightsError as e:
+        raise OptionError([Diagnostic("IO-001", path, "a writable file", p, p)
+                           for p in e.problems]) from None
 
 
 def _epoch_line(entry: dict[str, Any]) -> str:

@@ -374,6 +374,16 @@ def test_trainer_rejects_bad_solvers(small: Any) -> None:
         net.trainer(fnet.SGD(0.1, semantics="keras"))
     with pytest.raises(ValueError, match="Adam beta1: expected < 1, found 1"):
         net.trainer(fnet.Adam(0.1, beta1=1.0))
+    # issue 30: the hyperparameters are float32 in the update, as the CLI's --lr
+    with pytest.raises(ValueError, match=r"SGD lr: expected a number finite in float32 "
+                       r"\(magnitude at most 3.4028234663852886e\+38\), found 1e\+40"):
+        net.trainer(fnet.SGD(1e40))
+    with pytest.raises(ValueError, match=r"Adam eps: expected > 0 in float32 \(at least "
+                       r"1.4e-45\), found 1e-50, which rounds to 0"):
+        net.trainer(fnet.Adam(0.1, eps=1e-50))
+    with pytest.raises(ValueError, match="SGD weight_decay: expected a number finite in"):
+        net.trainer(fnet.SGD(0.1, weight_decay=3.5e38))
+    net.trainer(fnet.SGD(3.4e38, momentum=3.4e38))
 
 
 # --------------------------------------------------------------------------- errors

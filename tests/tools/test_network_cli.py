@@ -265,9 +265,11 @@ def test_run_emit_stage(capsys: pytest.CaptureFixture[str], files: dict[str, Pat
     ([], 1, "a network needs training data: --data FILE.npz or --data digits"),
     (["--print-predictions"], 2, "--print-predictions applies to v0 model specs only"),
     (["--data", "TRAIN", "--schedule", "step:0:1"], 2,
-     "argument --schedule: expected 'step:EPOCHS:GAMMA' (EPOCHS >= 1, GAMMA > 0) or "
-     "'cosine', found 'step:0:1'"),
+     "argument --schedule: expected 'step:EPOCHS:GAMMA' (EPOCHS >= 1, GAMMA > 0 and "
+     "finite in float32) or 'cosine', found 'step:0:1'"),
     (["--data", "TRAIN", "--schedule", "linear"], 2, "found 'linear'"),
+    (["--data", "TRAIN", "--epochs", "2147483648"], 2,
+     "argument --epochs: expected an integer in [1, 2147483647], found 2147483648"),
     (["--data", "TRAIN", "--solver", "adam", "--momentum", "0.5"], 1,
      "--momentum and --semantics apply to --solver sgd only"),
     (["--data", "BAD_NPZ"], 1, "is not a readable .npz archive: neither a zip archive"),
@@ -289,6 +291,113 @@ def test_run_errors(capsys: pytest.CaptureFixture[str], files: dict[str, Path],
     last = err.strip().splitlines()[-1]
     assert last.startswith("frame-run: error: ")
     assert message.replace("NOPE.npz", str(files["dir"] / "nope.npz")) in last
+
+
+def _net_params() -> dict[str, np.ndarray]:
+    """NET's parameters: fc1 [8, 4] + [8], fc2 [3, 8] + [3]."""
+    return {"fc1.0": np.zeros((8, 4), np.float32), "fc1.1": np.zeros(8, np.float32),
+            "fc2.0": np.zeros((3, 8), np.float32), "fc2.1": np.zeros(3, np.float32)}
+
+
+@pytest.mark.parametrize(("make", "lines"), [
+    (lambda p: {**p, "fc1.0": np.zeros((4, 7), np.float32)},
+     ["WEIGHTS-001 at W:fc1.0: expected shape [8, 4] (parameter 'fc1.0'), found [4, 7]"]),
+    (lambda p: {k: v for k, v in p.items() if k != "fc1.1"},
+     ["WEIGHTS-001 at W:fc1.1: expected parameter 'fc1.1' of shape [8], found no such "
+      "tensor (the file holds 'fc1.0', 'fc2.0', 'fc2.1')"]),
+    (lambda p: {**p, "fc3.0": np.zeros(2, np.float32)},
+     ["WEIGHTS-001 at W:fc3.0: expected only the network's parameters 'fc1.0', 'fc1.1', "
+      "'fc2.0', 'fc2.1', found a tensor the network has no parameter for"]),
+])
+@pytest.mark.parametrize("suffix", [".npz", ".dlp"])
+def test_run_weights_that_do_not_fit(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                     files: dict[str, Path], make: Any, lines: list[str],
+                                     suffix: str) -> None:
+    """Issue 30, defect 11: a network's weights errors had no rule id while a v0 spec's
+    are WEIGHTS-001 at FILE:PARAMETER; now the same rule and places for both."""
+    from frame_mlir.frontend.network.weights import save_weights
+
+    path = tmp_path / f"w{suffix}"
+    save_weights(path, make(_net_params()))
+    rc, out, err = run(capsys, frame_run.main, files["net"], "--data", files["train"],
+                       "--load-weights", path)
+    assert rc == 1 and out == ""
+    assert err.splitlines() == [f"frame-run: error: {ln.replace(' at W:', f' at {path}:')}"
+                                for ln in lines]
+
+
+def test_run_weights_file_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                 files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+                                 ) -> None:
+    """The rules of a v0 spec's weights files: IO-001 for a file that cannot be read or
+    written, WEIGHTS-001 for one that is not a weights file (here: a .dlp header whose
+    tensors overlap, defect 10)."""
+    header = json.dumps({"tensors": {
+        "fc1.0": {"dtype": "float", "shape": [8, 4], "size": 128, "start": 0},
+        "fc1.1": {"dtype": "float", "shape": [8], "size": 32, "start": 0}}}).encode()
+    overlap = tmp_path / "o.dlp"
+    overlap.write_bytes(b"DLPW" + len(header).to_bytes(4, "big") + header + bytes(128))
+    none = tmp_path / "none.dlp"
+    cases = [
+        (["--load-weights", none],
+         [f"IO-001 at {none}: cannot read the --load-weights file: no such file"]),
+        (["--load-weights", tmp_path],
+         [f"IO-001 at {tmp_path}: cannot read the --load-weights file: "]),
+        (["--load-weights", files["bad_npz"]],
+         [f"WEIGHTS-001 at {files['bad_npz']}: not a known weight file (it starts with "
+          "b'not '): expected a dlprimitives .dlp file"]),
+        (["--load-weights", overlap],
+         [f"WEIGHTS-001 at {overlap}: fc1.1: data [0, 32) overlaps tensor 'fc1.0' [0, 128): "
+          "each tensor needs its own bytes"]),
+    ]
+    for args, lines in cases:
+        rc, out, err = run(capsys, frame_run.main, files["net"], "--data", files["train"],
+                           *args)
+        assert rc == 1 and out == "", err
+        got = [ln.removeprefix("frame-run: error: ") for ln in err.splitlines()]
+        assert len(got) == len(lines) and all(g.startswith(w) for g, w in zip(
+            got, lines, strict=True)), err
+
+    from frame_mlir.frontend.network import weights
+
+    def refuse(path: object, params: object) -> None:
+        raise weights.WeightsError(str(path), ["cannot write weights: Read-only file system"])
+
+    monkeypatch.setattr(weights, "save_weights", refuse)
+    saved = tmp_path / "w.dlp"
+    rc, out, err = run(capsys, frame_run.main, files["net"], "--data", files["train"],
+                       "--save-weights", saved)
+    assert rc == 1
+    assert err.splitlines()[-1] == (f"frame-run: error: IO-001 at {saved}: cannot write "
+                                    "weights: Read-only file system")
+
+
+@pytest.mark.parametrize("flag", ["--lr", "--momentum", "--weight-decay"])
+def test_run_rates_beyond_float32(capsys: pytest.CaptureFixture[str],
+                                  files: dict[str, Path], flag: str) -> None:
+    """Issue 30, defect 11: `--lr 1e40` was accepted for a network (the update runs in
+    float32: an infinite rate), while a v0 spec refuses a rate above 3.4e38."""
+    rc, out, err = run(capsys, frame_run.main, files["net"], "--data", files["train"],
+                       flag, "1e40")
+    assert rc == 2 and out == ""
+    assert err.splitlines()[-1].endswith(
+        f"argument {flag}: expected a number in [0, 3.4028234663852886e+38] (finite in "
+        "float32), found 1e40")
+    rc, _, err = run(capsys, frame_run.main, TINY_V0, "--lr", "1e40")
+    assert rc == 1 and "FE-000 at --lr: expected <= 3.4028234663852886e+38" in err
+    rc, _, _ = run(capsys, frame_run.main, files["net"], "--data", files["train"], flag,
+                   "3.4e38", "--epochs", "1")
+    assert rc == 0  # the largest float32 is a rate (training diverges: a warning)
+    rc, _, err = run(capsys, frame_dslc.main, "--emit", files["net"], "-o",
+                     files["dir"] / "emit", flag, "1e40")
+    assert rc != 0 and "1e40" in err and "3.4028234663852886e+38" in err, err
+
+
+def test_run_schedule_gamma_beyond_float32(capsys: pytest.CaptureFixture[str],
+                                           files: dict[str, Path]) -> None:
+    rc, _, err = run(capsys, frame_run.main, files["net"], "--data", files["train"],
+                     "--schedule", "step:1:1e39")
+    assert rc == 2 and "found 'step:1:1e39'" in err and "GAMMA" in err
 
 
 def test_run_bad_network(capsys: pytest.CaptureFixture[str], files: dict[str, Path]) -> None:
