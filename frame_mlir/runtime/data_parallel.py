@@ -20,13 +20,13 @@ summed loss / N: the mean over the whole batch.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import time
 from math import prod
 
 import numpy as np
 
+from frame_mlir.backend.llvm.packed import bound_call
 from frame_mlir.frontend.lower_spec import LoweredModel
 from frame_mlir.frontend.spec import InputSpec, ModelSpec
 from frame_mlir.runtime.distributed import Job, local_batch, rank_rows
@@ -93,13 +93,16 @@ class DpSession:
         self.arena = aligned_empty(max([s.arena_size for s in sigs] + [64]))
         (out,) = compiled.predict_sig.of_kind("output")
         self.prediction = np.zeros(out.shape, dtype=np.float32)
-        self._grad_args = self._pointers(grad, self.data, self.outputs)
-        self._update_args = self._pointers(
-            update, [self.outputs[k] for k in sorted(self.outputs) if k > 0], {})
-        self._predict_args = self._pointers(compiled.predict_sig, self.data[:-1],
-                                            {0: self.prediction})
-        self._grad_fn = compiled.executable.function(grad.name)
-        self._update_fn = compiled.executable.function(update.name)
+        # The buffers stay the same from step to step: arguments packed once.
+        self._grad = bound_call(compiled.executable.function(grad.name),
+                                self._pointers(grad, self.data, self.outputs))
+        self._update = bound_call(
+            compiled.executable.function(update.name),
+            self._pointers(update, [self.outputs[k] for k in sorted(self.outputs) if k > 0],
+                           {}))
+        self._predict = bound_call(compiled.predict_fn,
+                                   self._pointers(compiled.predict_sig, self.data[:-1],
+                                                  {0: self.prediction}))
         self.scale = np.float32(n)
         #: seconds spent in (forward + backward, allreduce, update) so far
         self.seconds = np.zeros(3)
@@ -138,7 +141,7 @@ class DpSession:
                 self.param_buffers[name] = a.copy()
 
     def _pointers(self, sig: FunctionSignature, inputs: list[np.ndarray],
-                  outputs: dict[int, np.ndarray]) -> list[ctypes.c_void_p]:
+                  outputs: dict[int, np.ndarray]) -> list[int]:
         ptrs = []
         it = iter(inputs)
         for a in sig.args:
@@ -156,18 +159,18 @@ class DpSession:
             if a.kind != "arena" and buf.nbytes != a.nbytes:
                 raise ValueError(f"@{sig.name}: buffer '{a.name}' has {buf.nbytes} bytes, "
                                  f"the compiled function expects {a.nbytes}")
-            ptrs.append(ctypes.c_void_p(buf.ctypes.data))
+            ptrs.append(buf.ctypes.data)
         return ptrs
 
     def step(self, index: int) -> float:
         """One step: gradients, the allreduce, the update; returns the loss of the
         whole batch before the update."""
         t0 = time.perf_counter()
-        self._grad_fn(*self._grad_args)
+        self._grad()
         t1 = time.perf_counter()
         self.job.allreduce_sum(self.shared, f"the gradient allreduce of step {index}")
         t2 = time.perf_counter()
-        self._update_fn(*self._update_args)
+        self._update()
         t3 = time.perf_counter()
         self.seconds += np.array([t1 - t0, t2 - t1, t3 - t2])
         return float(self.outputs[0] / self.scale)
@@ -197,5 +200,5 @@ class DpSession:
     def predict(self) -> np.ndarray | None:
         """The prediction layer's output for the whole batch on rank 0 (None on the
         others): a collective."""
-        self.compiled.predict_fn(*self._predict_args)
+        self._predict()
         return self.job.gather_rows(self.prediction, "gathering the predictions")

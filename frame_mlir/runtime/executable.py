@@ -17,7 +17,6 @@ from_json`).
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ import numpy as np
 
 from frame_mlir import timing
 from frame_mlir.backend.llvm.jit import JitModule, jit_compile
+from frame_mlir.backend.llvm.packed import bound_call
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -309,8 +309,10 @@ class Executable:
                                             + [64]))
         return self._arena
 
-    def function(self, name: str) -> ctypes._CFuncPtr:
-        """The ctypes callable of `@name` (all arguments are pointers)."""
+    def function(self, name: str) -> Callable[..., None]:
+        """The callable of `@name`: one address (an int or a `ctypes.c_void_p`) per
+        argument, any number of them (`JitModule.get_function`: through the packed
+        entry, see `backend/llvm/packed.py`)."""
         return self.jit.get_function(name)
 
     def __call__(self, name: str, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -334,8 +336,8 @@ class Executable:
             raise ValueError(f"@{name} expects {len(ins)} inputs "
                              f"({', '.join(a.name for a in ins)}), found {len(inputs)}")
         results: dict[int, np.ndarray] = {}
-        ptrs: list[ctypes.c_void_p] = []
-        keep: list[np.ndarray] = []  # a c_void_p does not keep its array alive
+        ptrs: list[int] = []
+        keep: list[np.ndarray] = []  # an address does not keep its array alive
         it = iter(inputs)
         for a in sig.args:
             if a.kind == "arena":
@@ -360,7 +362,7 @@ class Executable:
                 if a.result_index is not None:
                     results[a.result_index] = buf
             keep.append(buf)
-            ptrs.append(ctypes.c_void_p(buf.ctypes.data))
+            ptrs.append(buf.ctypes.data)
         self.function(name)(*ptrs)
         return tuple(results[i] for i in sorted(results))
 
@@ -484,17 +486,17 @@ class BoundFunction:
         #: result index -> host buffer of an out-parameter
         self.outputs = {a.result_index: np.zeros(a.shape, dtype=a.dtype)
                         for a in sig.of_kind("output")}
-        self._bound: tuple[ctypes.c_void_p, ...] | None = None
+        self._bound: Callable[[], object] | None = None
         self._keep: list[np.ndarray] = []
 
-    def _pointers(self, buffers: list[np.ndarray], check: bool) -> list[ctypes.c_void_p]:
+    def _pointers(self, buffers: list[np.ndarray], check: bool) -> list[int]:
         it = iter(buffers)
         ptrs = []
         for a in self.sig.args:
             if a.kind == "arena":
-                ptrs.append(ctypes.c_void_p(self.arena.ctypes.data))
+                ptrs.append(self.arena.ctypes.data)
             elif a.kind == "output":
-                ptrs.append(ctypes.c_void_p(self.outputs[a.result_index].ctypes.data))
+                ptrs.append(self.outputs[a.result_index].ctypes.data)
             else:
                 buf = next(it)
                 if buf.nbytes != a.nbytes or not buf.flags.c_contiguous:
@@ -507,7 +509,7 @@ class BoundFunction:
                         check_indices(self.sig.name, a, buf)
                     except ValueError as e:
                         raise ValueError(f"feed: input '{a.name}': {e}") from None
-                ptrs.append(ctypes.c_void_p(buf.ctypes.data))
+                ptrs.append(buf.ctypes.data)
         return ptrs
 
     def call(self, buffers: list[np.ndarray]) -> None:
@@ -518,9 +520,9 @@ class BoundFunction:
         """Fix `buffers` (kept alive here) for every later `run()`; the caller checks
         label ranges itself, once per data set."""
         self._keep = list(buffers)
-        self._bound = tuple(self._pointers(self._keep, False))
+        self._bound = bound_call(self.fn, self._pointers(self._keep, False))
 
     def run(self) -> None:
         """Call with the buffers of the last `bind`."""
         assert self._bound is not None, "bind() first"
-        self.fn(*self._bound)
+        self._bound()

@@ -15,7 +15,6 @@ the pass pipeline.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from frame_mlir import timing
+from frame_mlir.backend.llvm.packed import bound_call
 from frame_mlir.frontend.spec import ModelSpec
 from frame_mlir.runtime.executable import Executable, FunctionSignature, aligned_empty
 from frame_mlir.runtime.random import InitialValues, generate_initial_values
@@ -245,36 +245,43 @@ class Session:
         if compiled.loop_sig is not None:
             sigs.append(compiled.loop_sig)
         self.arena = aligned_empty(max([s.arena_size for s in sigs] + [64]))
-        self._step_args = self._pointers(compiled.step_sig, self.loss)
-        self._forward_args = self._pointers(compiled.forward_sig, self.loss)
-        self._predict_args = self._pointers(compiled.predict_sig, self.prediction)
+        # The buffers stay the same from call to call: each call's arguments are
+        # packed once (`bound_call`).
+        self._step = (bound_call(compiled.step_fn, self._pointers(compiled.step_sig,
+                                                                  self.loss))
+                      if not compiled.data_parallel else None)
+        self._forward = bound_call(compiled.forward_fn,
+                                   self._pointers(compiled.forward_sig, self.loss))
+        self._predict = bound_call(compiled.predict_fn,
+                                   self._pointers(compiled.predict_sig, self.prediction))
 
     def _pointers(self, sig: FunctionSignature, out: np.ndarray,
-                  loop: dict[str, np.ndarray] | None = None) -> list[ctypes.c_void_p]:
+                  loop: dict[str, np.ndarray] | None = None) -> list[int]:
         """Pointers for one call of `sig`'s function; its single result goes to `out`,
         a train loop's step count and losses come from `loop` (by kind)."""
         ptrs = []
         data = iter(self.data)
         for a in sig.args:
             if a.kind == "arena":
-                ptrs.append(ctypes.c_void_p(self.arena.ctypes.data))
+                ptrs.append(self.arena.ctypes.data)
             elif a.kind == "output":
-                ptrs.append(ctypes.c_void_p(out.ctypes.data))
+                ptrs.append(out.ctypes.data)
             elif a.kind in ("steps", "losses"):
                 if loop is None or a.kind not in loop:
                     raise ValueError(f"@{sig.name}: no buffer for the {a.kind} argument")
-                ptrs.append(ctypes.c_void_p(loop[a.kind].ctypes.data))
+                ptrs.append(loop[a.kind].ctypes.data)
             else:
                 buf = next(data) if a.kind == "input" else self.param_buffers[a.name]
                 if buf.nbytes != a.nbytes:
                     raise ValueError(f"buffer '{a.name}' has {buf.nbytes} bytes, "
                                      f"the compiled function expects {a.nbytes}")
-                ptrs.append(ctypes.c_void_p(buf.ctypes.data))
+                ptrs.append(buf.ctypes.data)
         return ptrs
 
     def step(self) -> float:
         """One training step; returns the loss computed before the update."""
-        self.compiled.step_fn(*self._step_args)
+        assert self._step is not None, "a data-parallel step runs in DpSession"
+        self._step()
         return float(self.loss)
 
     def run(self, steps: int) -> np.ndarray:
@@ -297,12 +304,12 @@ class Session:
 
     def evaluate(self) -> float:
         """The loss of the current parameters (forward only)."""
-        self.compiled.forward_fn(*self._forward_args)
+        self._forward()
         return float(self.loss)
 
     def predict(self) -> np.ndarray:
         """The prediction layer's output for the current parameters (a new array)."""
-        self.compiled.predict_fn(*self._predict_args)
+        self._predict()
         return self.prediction.copy()
 
     def params(self) -> dict[str, np.ndarray]:

@@ -33,6 +33,7 @@ from frame_mlir.backend.llvm.jit import (
     jit_compile,
     load_object,
 )
+from frame_mlir.backend.llvm.packed import add_entries, entry_name
 from frame_mlir.backend.llvm.split import (
     CANONICAL_PREFIX,
     MICRO_KERNEL_PREFIX,
@@ -218,7 +219,9 @@ def test_each_role_is_optimized_by_its_pipeline(monkeypatch: pytest.MonkeyPatch)
     compile_ir(_micro_module(), public={"kern"}, jobs=1)
     micro = split.symbols[f"{MICRO_KERNEL_PREFIX}test_f32x16"]
     assert seen == {micro: jit_mod.UnitPipeline(3, True, True),
-                    "kern": jit_mod.UnitPipeline(2, True, True)}
+                    "kern": jit_mod.UnitPipeline(2, True, True),
+                    # its packed entry (packed.py): loads and a call, at level 0
+                    "kern.frame_args": jit_mod.UnitPipeline(0, False, False, codegen=0)}
     a, b = (Unit("f", "text", ("f",), role) for role in (ROLE_GEMM, ROLE_KERNEL))
     assert jit_mod._unit_key(a, 3)[0] != jit_mod._unit_key(b, 3)[0]
 
@@ -314,7 +317,9 @@ def test_objects_are_the_same_for_every_worker_count(mnist_ir: tuple[str, set[st
     assert code is not None and is_bundle(code)
     assert all(j.object_code == code for j in jits.values())
     objects, symbols = decode_bundle(code)
-    assert len(objects) == len(split_module(text, public).units)
+    with_entries, entries = add_entries(text, public)  # every public function's
+    assert sorted(entries) == sorted(entry_name(n) for n in public)
+    assert len(objects) == len(split_module(with_entries, {*public, *entries}).units)
     assert set(symbols) == set(jits[1].function_names())
     assert jits[1].optimized_ir() == jits[3].optimized_ir()
     assert "frame_rt_parallel_for" in jits[2].externals  # the runtime was provided

@@ -59,8 +59,10 @@ ENV_DISABLE = "FRAME_NO_CACHE"
 ENV_DEBUG = "FRAME_CACHE_DEBUG"
 DEFAULT_MAX_BYTES = 512 << 20
 
-#: Bumped when the entry layout or the meaning of its metadata changes.
-FORMAT_VERSION = 1
+#: Bumped when the entry layout or the meaning of its metadata changes. 2: objects
+#: carry the packed entries of their public functions (`packed.py`), which `functions`
+#: lists and `get_function` calls through.
+FORMAT_VERSION = 2
 _MAGIC = b"FRAMEOBJ"
 _PREFIX = struct.Struct("<8sIQ")  # magic, format version, header length
 _DIGEST = 32  # sha256

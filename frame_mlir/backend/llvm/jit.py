@@ -44,9 +44,16 @@ from typing import TYPE_CHECKING, Any
 import llvmlite.binding as llvm
 
 from frame_mlir import timing
+from frame_mlir.backend.llvm.packed import (
+    CTYPES_MAX_ARGS,
+    PackedFunction,
+    add_entries,
+    entry_name,
+)
 from frame_mlir.backend.llvm.parallel_runtime import provide_runtime
 from frame_mlir.backend.llvm.profile_runtime import EXPORTS as PROFILE_EXPORTS
 from frame_mlir.backend.llvm.split import (
+    ROLE_ENTRY,
     ROLE_GEMM,
     ROLE_KERNEL,
     ROLE_MICRO,
@@ -132,11 +139,13 @@ def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
 @dataclass(frozen=True)
 class UnitPipeline:
     """LLVM's default per-module pipeline at `speed` (0-3), with the loop vectorizer
-    and the loop unroller on or off (the SLP vectorizer runs from level 2)."""
+    and the loop unroller on or off (the SLP vectorizer runs from level 2); the code
+    generator at level `codegen` (None: the module's opt level)."""
 
     speed: int
     vectorize: bool
     unroll: bool
+    codegen: int | None = None
 
     @classmethod
     def default(cls, opt_level: int) -> UnitPipeline:
@@ -152,18 +161,23 @@ class UnitPipeline:
 #:   on W2-W4 and ResNet-18;
 #: * every other kernel keeps all of O3. Without the unroller they compiled 20 % faster
 #:   but LeNet trained 16 % and W1 5 % slower: elementwise and convolution loops
-#:   with constant trip counts gain from it.
+#:   with constant trip counts gain from it;
+#: * packed entries (`packed.py`: loads, then one call) get no optimization and the
+#:   fast code generator, at every level: the call of a function of 4,000 pointers
+#:   took 3.6 s to generate at level 3 and 0.66 s at level 0.
 UNIT_PIPELINES: dict[str, UnitPipeline] = {
     ROLE_MICRO: UnitPipeline(3, True, True),
     ROLE_GEMM: UnitPipeline(2, True, True),
     ROLE_KERNEL: UnitPipeline(3, True, True),
+    ROLE_ENTRY: UnitPipeline(0, False, False, codegen=0),
 }
 
 
 def unit_pipeline(opt_level: int, role: str) -> UnitPipeline:
     """The pipeline a unit of `role` is optimized by when the module is compiled at
-    `opt_level`: the per-role policy at 3, `opt_level` as it is below."""
-    if opt_level >= 3:
+    `opt_level`: the per-role policy at 3, `opt_level` as it is below (entries: level
+    0 always)."""
+    if opt_level >= 3 or role == ROLE_ENTRY:
         return UNIT_PIPELINES[role]
     return UnitPipeline.default(opt_level)
 
@@ -220,13 +234,16 @@ class JitModule:
         self.object_code = object_code  # what was generated; None if not captured
         self.externals = tuple(externals)  # functions the code calls outside itself
         self._keep_alive = keep_alive  # the module the engine owns
+        self._callables: dict[str, ctypes._CFuncPtr | PackedFunction] = {}
 
     def function_names(self) -> list[str]:
-        """Names of the functions the module defines and exports (not just declares)."""
+        """Names of the functions the module defines and exports (not just declares),
+        packed entries (`packed.py`) included."""
         return list(self._functions)
 
     def function_arity(self) -> dict[str, int]:
-        """Parameter count of every defined function (stored with cached objects)."""
+        """Parameter count of every defined function, packed entries included (stored
+        with cached objects)."""
         return dict(self._functions)
 
     def symbol(self, name: str) -> str:
@@ -242,18 +259,39 @@ class JitModule:
             raise KeyError(f"no function @{name} in the JIT module")
         return address
 
-    def get_function(self, name: str, argtypes: Sequence[Any] | None = None) -> ctypes._CFuncPtr:
-        """A ctypes callable for the void function `name`.
+    def get_function(self, name: str, argtypes: Sequence[Any] | None = None
+                     ) -> ctypes._CFuncPtr | PackedFunction:
+        """A callable for the void function `name`, taking one address (an int or a
+        `ctypes.c_void_p`) per parameter.
 
-        `argtypes` defaults to one `ctypes.c_void_p` per parameter of the function.
-        Raises KeyError if the module defines no such function.
+        Without `argtypes`: the function's packed entry (`packed.py`: one pointer to
+        the array of its arguments, so any number of them) where the module has one,
+        else a ctypes function of one `ctypes.c_void_p` per parameter -- which ctypes
+        allows up to `CTYPES_MAX_ARGS` (the compile gives every function with more a
+        packed entry). With `argtypes`: a ctypes function of those types. Raises
+        KeyError if the module defines no such function.
         """
-        address = self.address(name)
         if argtypes is None:
-            argtypes = [ctypes.c_void_p] * self._functions[name]
-        cfunc = ctypes.CFUNCTYPE(None, *argtypes)(address)
-        cfunc._jit_module = self  # type: ignore[attr-defined]  # keeps the code alive
-        return cfunc
+            cached = self._callables.get(name)
+            if cached is not None:
+                return cached
+        address = self.address(name)
+        arity = self._functions[name]
+        fn: ctypes._CFuncPtr | PackedFunction
+        if argtypes is None and self._functions.get(entry_name(name)) == 1:
+            fn = PackedFunction(name, self.address(entry_name(name)), arity, self)
+        else:
+            if argtypes is None:
+                argtypes = [ctypes.c_void_p] * arity
+            if len(argtypes) > CTYPES_MAX_ARGS:
+                raise ValueError(f"@{name} takes {len(argtypes)} arguments: ctypes calls "
+                                 f"at most {CTYPES_MAX_ARGS}, and the module has no "
+                                 f"packed entry @{entry_name(name)} for it")
+            fn = ctypes.CFUNCTYPE(None, *argtypes)(address)
+            fn._jit_module = self  # type: ignore[union-attr]  # keeps the code alive
+        if argtypes is None:
+            self._callables[name] = fn
+        return fn
 
     def optimized_ir(self) -> str:
         """The LLVM IR after the optimization pipeline (before code generation): every
@@ -388,7 +426,9 @@ def _externals(module: llvm.ModuleRef) -> list[str]:
 def compile_whole(llvm_ir_text: str, *, opt_level: int = 3) -> JitModule:
     """Parse, verify, optimize (O`opt_level`, host CPU) and JIT-compile LLVM IR text as
     one module, keeping the generated object: what `compile_ir` falls back to for a
-    module it cannot split."""
+    module it cannot split. A function of more than `CTYPES_MAX_ARGS` parameters gets
+    its packed entry (`packed.py`) if the text has none."""
+    llvm_ir_text, _ = add_entries(llvm_ir_text, None)
     target_machine = host_target_machine(opt_level)
     module = llvm.parse_assembly(llvm_ir_text)
     module.triple = target_machine.triple
@@ -508,15 +548,17 @@ def _compile_unit(symbol: str, text: str, opt_level: int, role: str) -> _UnitCod
     call's own (context, module, target machine, pass builder): the object depends on
     the text alone, whichever thread runs it and whatever runs beside it."""
     t0 = time.perf_counter()
+    pipeline = unit_pipeline(opt_level, role)
     context = llvm.create_context()
-    target_machine = host_target_machine(opt_level)
+    target_machine = host_target_machine(
+        opt_level if pipeline.codegen is None else pipeline.codegen)
     module = llvm.parse_assembly(text, context)
     module.triple = target_machine.triple
     module.data_layout = str(target_machine.target_data)
     module.verify()
     arity = len(list(module.get_function(symbol).arguments))
     t1 = time.perf_counter()
-    optimize(module, target_machine, opt_level, unit_pipeline(opt_level, role))
+    optimize(module, target_machine, opt_level, pipeline)
     t2 = time.perf_counter()
     optimized_ir = str(module)
     obj = target_machine.emit_object(module)
@@ -669,7 +711,7 @@ def _unit_key(unit: Unit, opt_level: int) -> tuple[str, dict[str, Any]]:
     p = unit_pipeline(opt_level, unit.role)
     return make_key("llvm-unit", {"ir_sha256": hashlib.sha256(unit.text.encode()).hexdigest(),
                                   "opt_level": opt_level,
-                                  "pipeline": [p.speed, p.vectorize, p.unroll]})
+                                  "pipeline": [p.speed, p.vectorize, p.unroll, p.codegen]})
 
 
 def _cached_unit(cache: CompileCache, unit: Unit, opt_level: int) -> _UnitCode | None:
@@ -704,11 +746,16 @@ def compile_ir(llvm_ir_text: str, *, opt_level: int = 3,
     one unit per function (see the module docstring), keeping the generated objects.
 
     `public`: the functions the caller will look up by name (None: all of them); every
-    defined function stays callable by its name either way. `jobs`: units compiled at
-    once (default `compile_jobs()`); the objects are the same for every count.
-    `cache`: looked up and filled unit by unit (its per-kernel entries).
+    defined function stays callable by its name either way. Each of them, and every
+    function of more than `CTYPES_MAX_ARGS` parameters, gets a packed entry
+    (`packed.py`: `get_function` calls through it). `jobs`: units compiled at once
+    (default `compile_jobs()`); the objects are the same for every count. `cache`:
+    looked up and filled unit by unit (its per-kernel entries).
     """
     _ensure_initialized()
+    llvm_ir_text, entries = add_entries(llvm_ir_text, public)
+    if public is not None:
+        public = {*public, *entries}
     try:
         with timing.section("llvm: split"):
             split = split_module(llvm_ir_text, public)
@@ -809,7 +856,10 @@ def jit_compile(llvm_ir_text: str, *, opt_level: int = 3,
     from frame_mlir.backend.llvm.cache import make_key
 
     # `public` is not part of the key: it decides which symbols are renamed, not which
-    # functions can be called by name (all of them, whoever compiled the entry).
+    # functions can be called by name (all of them, whoever compiled the entry), and
+    # which functions get a packed entry, not which can be called: one without an entry
+    # is called by ctypes directly (every function of more parameters than ctypes
+    # takes gets one whatever `public` says).
     key, material = make_key("llvm-ir", {
         "ir_sha256": hashlib.sha256(llvm_ir_text.encode()).hexdigest(),
         "opt_level": opt_level})

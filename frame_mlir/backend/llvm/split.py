@@ -20,7 +20,8 @@ the symbol that implements it.
 Each unit has a role (`Unit.role`), which picks its LLVM pipeline (`jit.unit_pipeline`):
 a GEMM micro-kernel (`MICRO_KERNEL_PREFIX`, `ROLE_MICRO`), a GEMM driver -- the blocking,
 packing and epilogue loops around micro-kernel calls (`ROLE_GEMM`) -- or any other
-function (`ROLE_KERNEL`). Micro-kernels are their own units and are called, not
+function (`ROLE_KERNEL`); a function's packed entry, `<name>.frame_args` (`ROLE_ENTRY`,
+`packed.py`), is compiled at level 0. Micro-kernels are their own units and are called, not
 inlined: each is optimized once per model (and once per cache), not once per GEMM
 that uses it. A call per MR x NR tile and k block costs nothing beside the tile's
 MR*NR*kc FMAs, and W1-W4 train as fast as with the micro-kernels inlined (measured:
@@ -40,6 +41,8 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from frame_mlir.backend.llvm.packed import ENTRY_SUFFIX
+
 #: Name prefix of frame-gemm's micro-kernels (`frame_mlir.passes.frame_gemm.micro_name`).
 #: Written out here rather than imported: the pass module pulls in xDSL, which a warm
 #: start (loading objects from the cache) never imports.
@@ -49,6 +52,8 @@ MICRO_KERNEL_PREFIX = "frame_gemm_micro_"
 ROLE_MICRO = "micro"
 ROLE_GEMM = "gemm"
 ROLE_KERNEL = "kernel"
+#: A function's packed entry (`packed.py`): loads and one call, compiled at level 0.
+ROLE_ENTRY = "entry"
 
 #: Prefix of the content-derived names of non-public functions.
 CANONICAL_PREFIX = "fk_"
@@ -92,7 +97,7 @@ class Unit:
     symbol: str  # the function it defines: its public or its canonical name
     text: str  # the module's LLVM IR text
     originals: tuple[str, ...]  # the input's functions it implements, in module order
-    role: str = ROLE_KERNEL  # or ROLE_MICRO, ROLE_GEMM (module docstring)
+    role: str = ROLE_KERNEL  # or ROLE_MICRO, ROLE_GEMM, ROLE_ENTRY (module docstring)
 
 
 @dataclass(frozen=True)
@@ -272,6 +277,8 @@ def split_module(text: str, public: Collection[str] | None = None) -> SplitModul
 
 
 def _role(f: _Function) -> str:
+    if f.name.endswith(ENTRY_SUFFIX):
+        return ROLE_ENTRY
     if f.name.startswith(MICRO_KERNEL_PREFIX):
         return ROLE_MICRO
     if any(r.startswith(MICRO_KERNEL_PREFIX) for r in f.refs):
