@@ -426,3 +426,47 @@ def test_kernels_assemble_for_the_gpu(tmp_path: Path) -> None:
     proc = subprocess.run(["ptxas", "-arch=sm_80", str(ptx_file), "-o", "/dev/null"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+_DOUBLE = r"""
+target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+target triple = "nvptx64-nvidia-cuda"
+
+define ptx_kernel void @double(ptr noalias %x, ptr noalias %y) {
+entry:
+  %v = load float, ptr %x, align 4
+  %w = fmul float %v, 2.0
+  store float %w, ptr %y, align 4
+  ret void
+}
+"""
+
+
+def test_host_functions_of_more_buffers_than_ctypes_calls() -> None:
+    """The CUDA host side has no per-call argument limit (issue 30): a host function
+    of 1,200 buffers -- more than the 1,024 arguments of a ctypes call -- copies each
+    in, launches its kernels and copies each result back, called by the CPU trainers'
+    `BoundFunction` through `DeviceExecutable` on the emulator."""
+    from frame_mlir.backend.cuda.compile import CudaProgram, HostFunction, Launch
+    from frame_mlir.backend.cuda.runtime import DeviceExecutable, EmulatorBackend
+    from frame_mlir.runtime.executable import ArgInfo, BoundFunction, FunctionSignature
+
+    n = 600
+    args = tuple(ArgInfo(f"x{i}", "input", (1,)) for i in range(n)) + tuple(
+        ArgInfo(f"y{i}", "output", (1,), result_index=i) for i in range(n))
+    sig = FunctionSignature("f", args, 0)
+    offsets = tuple(4 * k for k in range(2 * n))
+    launches = tuple(Launch("double", (1, 1, 1), (1, 1, 1), (4 * i, 4 * (n + i)))
+                     for i in range(n))
+    program = CudaProgram({"f": HostFunction("f", launches, offsets, sig)}, 8 * n,
+                          ["double"], _DOUBLE)
+    ex = DeviceExecutable(program, EmulatorBackend(program))
+    fn = BoundFunction(ex, sig)
+    xs = [np.array([i], np.float32) for i in range(n)]
+    fn.call(xs)
+    assert [float(fn.outputs[i][0]) for i in range(n)] == [2.0 * i for i in range(n)]
+    for x in xs:
+        x *= 3
+    fn.bind(xs)
+    fn.run()
+    assert [float(fn.outputs[i][0]) for i in range(n)] == [6.0 * i for i in range(n)]

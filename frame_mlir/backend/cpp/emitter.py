@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math as pymath
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -462,6 +463,24 @@ def _rule(*op_types: type[Operation]) -> Callable[[EmitRule], EmitRule]:
 
 _KERNEL_NAME = re.compile(r"__k(\d+)_(\w+)$")
 
+#: What `finish_function` reads: maximal runs of word characters (a name occurs where
+#: one equals it, as `\bname\b` finds it), names the C++ may carry, a named parameter
+#: of a signature, a `const` definition and the names it defines.
+_WORD_RUN = re.compile(r"\w+")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_NAMED_PARAM = re.compile(r"(\S) ([A-Za-z_]\w*)([,)])")
+_CONST_LINE = re.compile(r"(\s*)const ")
+_DEFINED = re.compile(r"(?= (\w+) = )")
+
+
+def _maybe_unused(line: str, once: set[str]) -> str:
+    """`line` with `[[maybe_unused]]` before its `const` if it defines (`const ... name
+    = `) one of the names in `once`."""
+    m = _CONST_LINE.match(line)
+    if m is None or not any(d[1] in once for d in _DEFINED.finditer(line, m.end())):
+        return line
+    return f"{m[1]}[[maybe_unused]] {line[len(m[1]):]}"
+
 
 def kernel_op_name(symbol: str) -> str | None:
     """The frame op a kernel was outlined from (`@m__k3_matmul` -> `matmul`)."""
@@ -739,17 +758,18 @@ class CppEmitter:
     def finish_function(self, signature: str) -> list[str]:
         """The function's lines, quiet under -Wall -Wextra: a parameter or local that
         the C++ never reads (an op may drop an operand, `cmpf true`) loses its name
-        or gets `[[maybe_unused]]`."""
-        body = "\n".join(self.lines)
-        for name in set(self.names.values()):
-            if re.fullmatch(r"[A-Za-z_]\w*", name) is None:
-                continue
-            if not re.search(rf"\b{name}\b", body):  # a parameter
-                signature = re.sub(rf"(\S) {name}([,)])", rf"\1 /*{name}*/\2", signature)
-            elif len(re.findall(rf"\b{name}\b", body)) == 1:  # only its definition
-                definition = re.compile(rf"^(\s*)const (.* {name} = )")
-                self.lines = [definition.sub(r"\1[[maybe_unused]] const \2", ln)
-                              for ln in self.lines]
+        or gets `[[maybe_unused]]`. One pass over the body, the signature and the
+        lines each, whatever the number of names (a train step of thousands of
+        buffers)."""
+        uses = Counter(_WORD_RUN.findall("\n".join(self.lines)))
+        names = {n for n in self.names.values() if _IDENTIFIER.fullmatch(n)}
+        unused = {n for n in names if n not in uses}  # a parameter
+        once = {n for n in names if uses.get(n) == 1}  # only its definition
+        if unused:
+            signature = _NAMED_PARAM.sub(
+                lambda m: f"{m[1]} /*{m[2]}*/{m[3]}" if m[2] in unused else m[0], signature)
+        if once:
+            self.lines = [_maybe_unused(ln, once) for ln in self.lines]
         return [f"{signature} {{", *self.lines, "}"]
 
     def begin_function(self, fn: func.FuncOp) -> None:
