@@ -171,8 +171,9 @@ def test_v0_only_flags_on_a_network(capsys: pytest.CaptureFixture[str]) -> None:
                                     "--benchmark")
     rc, _, err = run(capsys, frame_run.main, net, "--data", "digits", "--lr", "-1")
     assert rc == 2
-    assert err.splitlines()[-1] == ("frame-run: error: argument --lr: expected a finite "
-                                    "number >= 0, found -1")
+    assert err.splitlines()[-1] == ("frame-run: error: argument --lr: expected a number in "
+                                    "[0, 3.4028234663852886e+38] (finite in float32), "
+                                    "found -1")
 
 
 def test_emit_stage_takes_overrides_but_not_run_files(capsys: pytest.CaptureFixture[str]
