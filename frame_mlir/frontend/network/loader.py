@@ -501,7 +501,9 @@ def network_from_doc(doc: object, source: str = "<dict>", name: str = "network",
     diags = [d for e in sorted(_validator().iter_errors(doc), key=lambda e: list(
         map(str, e.absolute_path))) for d in _schema_diagnostics(e, doc)]
     diags = list(dict.fromkeys(diags))  # sub-schemas repeat some
-    diags += _option_values(doc)
+    # in document order by member and entry (/operators/2 before /operators/10); within
+    # one entry, in the schema's order
+    diags = sorted(diags + _option_values(doc), key=lambda d: _pointer_key(d)[:2])
     quirks = _integer_booleans(doc)
     if strict:
         if quirks:
