@@ -117,3 +117,72 @@ builtin.module {
 // CHECK-NEXT:    func.call @g__k2_copy(
 // CHECK-NEXT:    func.call @g__k1_add(
 // CHECK-NEXT:    func.return
+
+// -----
+
+// C is an arena temporary that starts from a zero fill and that nothing reads after
+// the epilogue: the fill and the GEMM take the epilogue's output (%o) instead, and the
+// epilogue runs in place on it -- C never goes to memory twice. In @h2 a later call
+// reads C (transposed: not an epilogue), so C keeps its own buffer.
+
+builtin.module {
+  func.func private @h__k0_fill(%c: memref<6x8xf32>) {
+    %zero = arith.constant 0.000000e+00 : f32
+    linalg.fill ins(%zero : f32) outs(%c : memref<6x8xf32>)
+    func.return
+  }
+  func.func private @h__k1_matmul(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %c: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<6x5xf32>, memref<5x8xf32>) outs(%c : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func private @h__k2_add_relu(%c: memref<6x8xf32>, %bias: memref<8xf32>, %o: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.add_relu"} ins(%c, %bias : memref<6x8xf32>, memref<8xf32>) outs(%o : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %s = arith.addf %x, %y : f32
+      %zero = arith.constant 0.000000e+00 : f32
+      %r = arith.maximumf %s, %zero : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func private @h__k3_transpose(%c: memref<6x8xf32>, %o: memref<8x6xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.transpose"} ins(%c : memref<6x8xf32>) outs(%o : memref<8x6xf32>) {
+    ^bb0(%x: f32, %z: f32):
+      linalg.yield %x : f32
+    }
+    func.return
+  }
+  func.func @h(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %bias: memref<8xf32>, %o: memref<6x8xf32>, %arena: memref<512xi8> {frame.arena}) {
+    %0 = arith.constant 0 : index
+    %c = memref.view %arena[%0][] : memref<512xi8> to memref<6x8xf32>
+    func.call @h__k0_fill(%c) : (memref<6x8xf32>) -> ()
+    func.call @h__k1_matmul(%a, %b, %c) : (memref<6x5xf32>, memref<5x8xf32>, memref<6x8xf32>) -> ()
+    func.call @h__k2_add_relu(%c, %bias, %o) : (memref<6x8xf32>, memref<8xf32>, memref<6x8xf32>) -> ()
+    func.return
+  }
+  func.func @h2(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %bias: memref<8xf32>, %o: memref<6x8xf32>, %o2: memref<8x6xf32>, %arena: memref<512xi8> {frame.arena}) {
+    %0 = arith.constant 0 : index
+    %c = memref.view %arena[%0][] : memref<512xi8> to memref<6x8xf32>
+    func.call @h__k0_fill(%c) : (memref<6x8xf32>) -> ()
+    func.call @h__k1_matmul(%a, %b, %c) : (memref<6x5xf32>, memref<5x8xf32>, memref<6x8xf32>) -> ()
+    func.call @h__k2_add_relu(%c, %bias, %o) : (memref<6x8xf32>, memref<8xf32>, memref<6x8xf32>) -> ()
+    func.call @h__k3_transpose(%c, %o2) : (memref<6x8xf32>, memref<8x6xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-LABEL: func.func @h(
+// CHECK-SAME:      %[[A:.*]]: memref<6x5xf32>, %[[B:.*]]: memref<5x8xf32>, %[[BIAS:.*]]: memref<8xf32>, %[[O:.*]]: memref<6x8xf32>,
+// CHECK:         func.call @h__k0_fill(%[[O]])
+// CHECK-NEXT:    func.call @h__k1_matmul_add_relu(%[[A]], %[[B]], %[[O]], %[[BIAS]]) : (memref<6x5xf32>, memref<5x8xf32>, memref<6x8xf32>, memref<8xf32>) -> ()
+// CHECK-NEXT:    func.return
+// CHECK-LABEL: func.func @h2(
+// CHECK-SAME:      %[[A:.*]]: memref<6x5xf32>, %[[B:.*]]: memref<5x8xf32>, %[[BIAS:.*]]: memref<8xf32>, %[[O:.*]]: memref<6x8xf32>, %[[O2:.*]]: memref<8x6xf32>,
+// CHECK:         %[[C:.*]] = memref.view
+// CHECK:         func.call @h__k0_fill(%[[C]])
+// CHECK-NEXT:    func.call @h__k1_matmul_add_relu2(%[[A]], %[[B]], %[[C]], %[[BIAS]], %[[O]])
+// CHECK-NEXT:    func.call @h__k3_transpose(%[[C]], %[[O2]])
