@@ -229,6 +229,7 @@ class Executable:
         self.signatures = sigs
         self.llvm_ir = llvm_ir  # None when the code came from the compile cache
         self.jit = jit
+        self._callables: dict[str, Callable[..., None]] = {}
         self._arena: np.ndarray | None = None  # made by the first __call__: a Session
         # brings its own, and an arena can be large
         #: The last output array of each (function, argument position): reused by the
@@ -312,8 +313,12 @@ class Executable:
     def function(self, name: str) -> Callable[..., None]:
         """The callable of `@name`: one address (an int or a `ctypes.c_void_p`) per
         argument, any number of them (`JitModule.get_function`: through the packed
-        entry, see `backend/llvm/packed.py`)."""
-        return self.jit.get_function(name)
+        entry, see `backend/llvm/packed.py`). Made once per name (it holds the JIT
+        module, not this executable: no reference cycle keeps the code alive)."""
+        fn = self._callables.get(name)
+        if fn is None:
+            fn = self._callables[name] = self.jit.get_function(name)
+        return fn
 
     def __call__(self, name: str, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
         """Call `@name` on `inputs` (data inputs and params, in argument order) and

@@ -89,7 +89,6 @@ def test_a_function_of_more_parameters_than_ctypes_calls(tmp_path: Path) -> None
     jit = compile_ir(text, public={"twice"})
     fn = jit.get_function("twice")
     assert isinstance(fn, PackedFunction) and fn.arity == 2 * n > CTYPES_MAX_ARGS
-    assert jit.get_function("twice") is fn  # made once
     _check_twice(fn, n)
     with pytest.raises(TypeError, match="takes 1100 arguments"):
         fn(0)

@@ -234,7 +234,6 @@ class JitModule:
         self.object_code = object_code  # what was generated; None if not captured
         self.externals = tuple(externals)  # functions the code calls outside itself
         self._keep_alive = keep_alive  # the module the engine owns
-        self._callables: dict[str, ctypes._CFuncPtr | PackedFunction] = {}
 
     def function_names(self) -> list[str]:
         """Names of the functions the module defines and exports (not just declares),
@@ -271,10 +270,6 @@ class JitModule:
         packed entry). With `argtypes`: a ctypes function of those types. Raises
         KeyError if the module defines no such function.
         """
-        if argtypes is None:
-            cached = self._callables.get(name)
-            if cached is not None:
-                return cached
         address = self.address(name)
         arity = self._functions[name]
         fn: ctypes._CFuncPtr | PackedFunction
@@ -289,8 +284,6 @@ class JitModule:
                                  f"packed entry @{entry_name(name)} for it")
             fn = ctypes.CFUNCTYPE(None, *argtypes)(address)
             fn._jit_module = self  # type: ignore[union-attr]  # keeps the code alive
-        if argtypes is None:
-            self._callables[name] = fn
         return fn
 
     def optimized_ir(self) -> str:
