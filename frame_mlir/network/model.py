@@ -382,15 +382,18 @@ class Network:
         grad.call(self._buffers(built.roles, stats))
         return built, grad
 
-    def trainer(self, solver: SGD | Adam) -> Trainer:
-        """A trainer updating this network's parameters in place with `solver`."""
-        return Trainer(self, solver)
+    def trainer(self, solver: SGD | Adam, *, warn_divergence: bool = True) -> Trainer:
+        """A trainer updating this network's parameters in place with `solver`;
+        `warn_divergence=False` for a caller that reports a non-finite loss itself
+        (frame-run)."""
+        return Trainer(self, solver, warn_divergence=warn_divergence)
 
 
 class Trainer:
     """Steps of a solver on a network; the solver's fields are read at every step."""
 
-    def __init__(self, network: Network, solver: SGD | Adam):
+    def __init__(self, network: Network, solver: SGD | Adam, *,
+                 warn_divergence: bool = True):
         if not isinstance(solver, SGD | Adam):
             raise TypeError(f"trainer: expected frame_mlir.network.SGD or Adam, found "
                             f"{type(solver).__name__}")
@@ -412,7 +415,7 @@ class Trainer:
         self.state = {k: {n: np.zeros(network._params[n].shape, np.float32) for n in names}
                       for k in STATES[solver.kind]}
         self._hyper = [np.zeros((), np.float32) for _ in solver.hyper(1)]
-        self._diverged = False  # warned once
+        self._diverged = not warn_divergence  # warned once, or never
 
     def step(self, feed: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """One training step on `feed`: returns every output as computed before the

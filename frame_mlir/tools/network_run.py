@@ -283,7 +283,8 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
         trainer = DpTrainer(net, solver, job, reductions, weights)
         step_loss = trainer.step
     else:
-        trainer = net.trainer(solver)
+        # frame-run warns about a non-finite loss itself, in its own format
+        trainer = net.trainer(solver, warn_divergence=False)
 
         def step_loss(feed: dict[str, np.ndarray]) -> float:
             # the objective: sum of weight x the sum of each loss's elements

@@ -4,6 +4,7 @@ loss is not finite (as frame-run and frame-kyn train do), naming the step."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -50,3 +51,26 @@ def test_a_finite_run_has_no_warning() -> None:
         warnings.simplefilter("error")
         for _ in range(3):
             trainer.step(feed())
+
+
+def test_frame_run_reports_divergence_once_in_its_own_words(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """frame-run warns itself; the Trainer's Python warning (with its source line) is
+    not printed beside it (`warn_divergence=False`)."""
+    from frame_mlir.tools import frame_run
+
+    net = fnet.load(DOC, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trainer = net.trainer(fnet.SGD(1e30), warn_divergence=False)
+        losses = [float(trainer.step(feed())["loss"].reshape(-1)[0]) for _ in range(4)]
+    assert not np.isfinite(losses).all()
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        net_file = Path(__file__).resolve().parents[2] / "testdata/networks/mnist_mlp.json"
+        assert frame_run.main([str(net_file), "--data", "digits",
+                               "--lr", "1e30", "--epochs", "1"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("training diverged") == 1
+    assert "frame-run: warning: training diverged" in err
