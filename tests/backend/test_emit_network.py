@@ -14,6 +14,7 @@ checked for their rule ids (EMIT-001, EMIT-002, NPY-001, IO-001), never a traceb
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -162,6 +163,8 @@ def test_program_errors(programs: dict[str, Build], tmp_path: Path) -> None:
         np.save(tmp_path / fname, a)
     (tmp_path / "text.npy").write_text("not numpy\n")
     f = {k: str(tmp_path / k) for k in [*files, "text.npy"]}
+    fifo = tmp_path / "fifo.npy"
+    os.mkfifo(fifo)
     cases = [
         (["--epochs", "0"], 2, "EMIT-002 at --epochs: expected an integer in [1, 2147483647], "
          "found '0'"),
@@ -192,6 +195,13 @@ def test_program_errors(programs: dict[str, Build], tmp_path: Path) -> None:
          "IO-001 at " + str(tmp_path / "missing.npy")),
         (["--save-weights", str(tmp_path / "no" / "w.dlp")], 1,
          "IO-001 at " + str(tmp_path / "no" / "w.dlp")),
+        # not regular files: refused unread (a FIFO would block, /dev/zero never end)
+        (["/dev/zero", f["label.npy"]], 1,
+         "IO-001 at /dev/zero: expected a regular file, found a character device"),
+        ([str(tmp_path), f["label.npy"]], 1,
+         f"IO-001 at {tmp_path}: expected a regular file, found a directory"),
+        ([str(fifo), f["label.npy"]], 1,
+         f"IO-001 at {fifo}: expected a regular file, found a FIFO"),
     ]
     for args, status, message in cases:
         proc = subprocess.run([str(mlp_program), *args], capture_output=True, text=True,
