@@ -28,28 +28,27 @@ IRIS = ROOT / "testdata" / "kyn" / "data" / "iris.csv"
 @pytest.mark.parametrize(("value", "ok"), [("4294967295", True), ("4294967296", False),
                                            ("-1", False)])
 def test_seed_range(value: str, ok: bool) -> None:
-    text = program({"train": {"seed": value}})
-    a = run(text)
-    if ok:
-        assert a.diagnostics == []
-        return
-    d = only(a)
-    assert (d.rule, (d.line, d.col)) == ("KYN-S06", value_at(text, "seed", value))
-    assert d.message == f"seed must be in [0, 4294967295], found {value}"
+    _check_train_value("seed", value, ok, f"seed must be in [0, 4294967295], found {value}")
 
 
 @pytest.mark.parametrize(("value", "ok"), [(str(MAX_EPOCHS), True),
                                            (str(MAX_EPOCHS + 1), False),
                                            ("1099511627776", False)])
 def test_epochs_maximum(value: str, ok: bool) -> None:
-    text = program({"train": {"epochs": value}})
+    _check_train_value("epochs", value, ok,
+                       f"epochs must be in [1, {MAX_EPOCHS}], found {value}")
+
+
+def _check_train_value(key: str, value: str, ok: bool, message: str) -> None:
+    """`train { key = value }`: accepted, or one KYN-S06 at the value with `message`."""
+    text = program({"train": {key: value}})
     a = run(text)
     if ok:
         assert a.diagnostics == []
         return
     d = only(a)
-    assert (d.rule, (d.line, d.col)) == ("KYN-S06", value_at(text, "epochs", value))
-    assert d.message == f"epochs must be in [1, {MAX_EPOCHS}], found {value}"
+    assert (d.rule, (d.line, d.col)) == ("KYN-S06", value_at(text, key, value))
+    assert d.message == message
 
 
 BIG = "1" * 400  # an integer beyond any float
