@@ -56,6 +56,7 @@ def run_frontend(frontend: str, n: int, seed: int, cap: int, pool: Pool,
     gen, check = fe.FRONTENDS[frontend]
     rng = random.Random(f"{seed}:{frontend}")
     counts: Counter[str] = Counter()
+    values: Counter[str] = Counter()  # the option-value mutations' outcomes
     known: Counter[str] = Counter()
     seen: set[str] = set()
     trained = 0
@@ -70,6 +71,8 @@ def run_frontend(frontend: str, n: int, seed: int, cap: int, pool: Pool,
             seen.add(compile_key(frontend, inp))
         trained += int(res.tried)
         counts[res.cls] += 1
+        if str(inp.meta.get("how", "")).startswith("values"):
+            values[res.cls] += 1
         if res.is_bug:
             kb = fe.known_bug(res)
             if kb:
@@ -80,12 +83,13 @@ def run_frontend(frontend: str, n: int, seed: int, cap: int, pool: Pool,
         if progress and (i + 1) % 500 == 0:
             print(f"  {frontend}: {i + 1}/{n} {time.monotonic() - t0:.0f}s "
                   f"{dict(counts.most_common(6))}", file=sys.stderr, flush=True)
-    return {"inputs": n, "counts": dict(counts), "known": dict(known),
+    return {"inputs": n, "counts": dict(counts), "values": dict(values), "known": dict(known),
             "train_attempts": trained, "seconds": time.monotonic() - t0}
 
 
 SUMMARY_COLUMNS = ("accepted+trained", "accepted", "clean error", "accepted, then error",
-                   "timeout", "crash", "traceback", "internal", "other bug")
+                   "timeout", "crash", "traceback", "internal", "late refusal", "no rule",
+                   "other bug")
 
 
 def summarize(counts: dict[str, int]) -> dict[str, int]:
@@ -95,6 +99,8 @@ def summarize(counts: dict[str, int]) -> dict[str, int]:
         if cls in ("accepted+trained", "accepted", "timeout", "crash", "traceback",
                    "internal"):
             out[cls] += k
+        elif cls in ("late-refusal", "no-rule"):
+            out[cls.replace("-", " ")] += k
         elif cls.startswith("error:"):
             out["clean error"] += k
         elif cls.startswith("accepted, then"):
@@ -116,6 +122,15 @@ def render(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
         lines.append(f"| {name} | {r['inputs']} | "
                      + " | ".join(str(s[c]) for c in SUMMARY_COLUMNS)
                      + f" | {r['train_attempts']} |")
+    lines += ["", "Of these, the option-value mutations (`fzlib/values.py`; for the api, "
+              "valid programs whose attributes are drawn from the edge values):", "",
+              "| frontend | inputs | " + " | ".join(SUMMARY_COLUMNS) + " |",
+              "|---|---:|" + "---:|" * len(SUMMARY_COLUMNS)]
+    for name, r in results.items():
+        if r.get("values"):
+            s = summarize(r["values"])
+            lines.append(f"| {name} | {sum(r['values'].values())} | "
+                         + " | ".join(str(s[c]) for c in SUMMARY_COLUMNS) + " |")
     lines += ["", "Clean errors by rule (or kind):", ""]
     for name, r in results.items():
         errs = sorted(((k[6:], v) for k, v in r["counts"].items() if k.startswith("error:")),
@@ -149,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--train-cap", type=int, default=None,
                    help="training runs per frontend (default: per-frontend caps)")
+    p.add_argument("--train-caps", default="",
+                   help="per-frontend training caps, e.g. spec=600,kyn=200 (over --train-cap)")
     p.add_argument("--write-doc", action="store_true", help="update docs/reliability.md")
     p.add_argument("--bugs", help="write every bug's reproducer to this JSON file")
     p.add_argument("--check-timeout", type=float, default=fe.CHECK_TIMEOUT,
@@ -174,7 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     try:
         for name in args.frontends.split(","):
-            cap = args.train_cap if args.train_cap is not None else DEFAULT_CAPS[name]
+            caps = dict(kv.split("=") for kv in args.train_caps.split(",") if kv)
+            cap = int(caps[name]) if name in caps else \
+                args.train_cap if args.train_cap is not None else DEFAULT_CAPS[name]
             results[name] = run_frontend(name, args.inputs, args.seed, cap, pool, bugs,
                                          not args.quiet)
             print(f"{name}: {json.dumps(results[name])}", flush=True)

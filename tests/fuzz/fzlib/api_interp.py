@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from .values import EDGE_FLOATS
+
 Ref = tuple[str, int]
 KINDS = ("g", "v", "m", "e", "t", "vs")
 
@@ -201,7 +203,7 @@ class _ValidGen:
     calls whose arguments fit (the API's documented rules). Small dims (1..4) keep the
     JIT's compile time and the run cheap."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, edges: bool | None = None) -> None:
         self.rng = rng
         self.prog: list[tuple[Any, ...]] = [("call", "Graph", [rng.choice(("g", "fz"))], "g")]
         self.dtype = "float32" if rng.random() < 0.85 else "float16"
@@ -211,6 +213,21 @@ class _ValidGen:
         self.n_modules = 0
         self.n_graphs = 1
         self.n_execs = 0
+        # Option-value mode: attributes (alpha, eps, decay, threshold, learning rate,
+        # strides, paddings) at the edges of their ranges (values.EDGE_FLOATS / _INTS).
+        self.edges = rng.random() < 0.3 if edges is None else edges
+
+    def attr(self, usual: Any) -> Any:
+        """A float attribute: `usual`, or in option-value mode often an edge value."""
+        if self.edges and self.rng.random() < 0.5:
+            return self.rng.choice(EDGE_FLOATS)
+        return usual
+
+    def attr_int(self, usual: int, edges: tuple[int, ...]) -> int:
+        """An int attribute: `usual`, or in option-value mode often one of `edges`."""
+        if self.edges and self.rng.random() < 0.4:
+            return self.rng.choice(edges)
+        return usual
 
     # -- small helpers
     def dt(self) -> tuple[str, str]:
@@ -278,7 +295,8 @@ class _ValidGen:
         if k in ("relu", "square"):
             self.call(k, [self.v(i)], s)
         elif k == "heaviside":
-            self.call("heaviside_surrogate", [self.v(i), rng.choice((0.5, 2.0, 4.0))], s)
+            self.call("heaviside_surrogate", [self.v(i), self.attr(rng.choice((0.5, 2.0, 4.0)))],
+                      s)
         elif k in ("add", "mul"):
             self.call(k, [self.v(i), self.v(self.partner(s))], s)
         elif k == "mse":
@@ -301,7 +319,7 @@ class _ValidGen:
             self.module("Linear", [self.name(), s[0], s[1], out, bias, dt], [i],
                         _LINEAR_PARAMS[bias], (s[0], out))
         elif k == "layernorm":
-            self.module("LayerNorm", [self.name(), s[1], 1e-5, dt], [i], 2, s)
+            self.module("LayerNorm", [self.name(), s[1], self.attr(1e-5), dt], [i], 2, s)
         elif k == "seq":
             hid, out = rng.randint(1, 4), rng.randint(1, 4)
             kids = [("nn", "Linear", ["0", s[0], s[1], hid, True, dt]),
@@ -319,10 +337,13 @@ class _ValidGen:
         elif k == "conv1d":
             cout, kern = rng.randint(1, 3), rng.randint(1, s[2])
             bias = rng.random() < 0.5
-            self.module("Conv1d", [self.name(), s[1], cout, kern, 1, 0, 1, bias, dt], [i],
-                        1 + bias, (s[0], cout, s[2] - kern + 1))
+            stride, pad = self.attr_int(1, _STRIDES), self.attr_int(0, _PADS)
+            groups = self.attr_int(1, _STRIDES)
+            self.module("Conv1d", [self.name(), s[1], cout, kern, stride, pad, groups, bias, dt],
+                        [i], 1 + bias, (s[0], cout, _out(s[2], kern, stride, pad)))
         elif k == "lif":
-            self.module("LIFCell", [self.name(), *s, 0.5, 1.0, 4.0, dt], [i], 0, s)
+            self.module("LIFCell", [self.name(), *s, self.attr(0.5), self.attr(1.0),
+                                    self.attr(4.0), dt], [i], 0, s)
         elif k == "lstm":
             hid = rng.randint(1, 3)
             self.module("LSTM", [self.name(), *s, hid, dt], [i], 3, (s[0], hid))
@@ -330,14 +351,18 @@ class _ValidGen:
             cout = rng.randint(1, 3)
             kh, kw = rng.randint(1, s[2]), rng.randint(1, s[3])
             bias = rng.random() < 0.5
-            self.module("Conv2d", [self.name(), s[1], cout, [kh, kw], [1, 1], [0, 0], 1, bias,
-                                   dt], [i], 1 + bias,
-                        (s[0], cout, s[2] - kh + 1, s[3] - kw + 1))
+            st = [self.attr_int(1, _STRIDES), self.attr_int(1, _STRIDES)]
+            pd = [self.attr_int(0, _PADS), self.attr_int(0, _PADS)]
+            self.module("Conv2d", [self.name(), s[1], cout, [kh, kw], st, pd,
+                                   self.attr_int(1, _STRIDES), bias, dt], [i], 1 + bias,
+                        (s[0], cout, _out(s[2], kh, st[0], pd[0]), _out(s[3], kw, st[1], pd[1])))
         elif k == "pool":
             kind = rng.choice(("MaxPool2d", "AvgPool2d"))
             kh, kw = rng.randint(1, s[2]), rng.randint(1, s[3])
-            self.module(kind, [self.name(), [kh, kw], [1, 1], [0, 0]], [i], 0,
-                        (s[0], s[1], s[2] - kh + 1, s[3] - kw + 1))
+            st = [self.attr_int(1, _STRIDES), self.attr_int(1, _STRIDES)]
+            pd = [self.attr_int(0, _PADS), self.attr_int(0, _PADS)]
+            self.module(kind, [self.name(), [kh, kw], st, pd], [i], 0,
+                        (s[0], s[1], _out(s[2], kh, st[0], pd[0]), _out(s[3], kw, st[1], pd[1])))
         elif k == "aff":
             self.module("AFF", [self.name(), s[1], dt], [i, self.partner(s)], 4, s)
 
@@ -374,16 +399,29 @@ class _ValidGen:
                 # ("$ishape", i): input i's shape, read from the graph by the
                 # interpreter (parameter shapes are the modules' business, not tracked).
                 types = [[("$ishape", i), self.dt()] for i in wrt]
-                lr = rng.choice((0.1, 0.01, 1.0))
+                lr = self.attr(rng.choice((0.1, 0.01, 1.0)))
                 self.prog.append(("call", "build_sgd_update_graph", [types, lr], "g"))
                 self.prog.append(("call", "compile", [("$g", 2), "cpu"], "e"))
                 self.prog.append(("run", ("$e", 2), False))
         return self.prog
 
 
-def valid_program(rng: random.Random) -> list[tuple[Any, ...]]:
-    """A program whose every call must succeed (see `_ValidGen`)."""
-    return _ValidGen(rng).build()
+_STRIDES = (1, 2, 3, 0, -1, 2**31, 2**63)
+_PADS = (0, 1, 2, -1, 2**31)
+
+
+def _out(size: int, kernel: int, stride: int, pad: int) -> int:
+    """A convolution's or pool's output size (the generator's guess; an invalid stride
+    or padding makes the call fail, and later calls then fail or are skipped)."""
+    if stride < 1 or pad < 0 or pad > 2**20:
+        return size - kernel + 1
+    return (size + 2 * pad - kernel) // stride + 1
+
+
+def valid_program(rng: random.Random, edges: bool | None = None) -> list[tuple[Any, ...]]:
+    """A program whose every call must succeed (see `_ValidGen`), or with `edges`
+    (default: 30% of programs), its attributes often at the edges of their ranges."""
+    return _ValidGen(rng, edges).build()
 
 
 def api_program(rng: random.Random) -> tuple[list[tuple[Any, ...]], str]:
@@ -391,13 +429,14 @@ def api_program(rng: random.Random) -> tuple[list[tuple[Any, ...]], str]:
     compile, run, backward and SGD graphs run end to end), valid with one random call
     inserted (which is often invalid: a clean error, or none), or random."""
     r = rng.random()
-    if r < 0.45:
-        return valid_program(rng), "valid"
     if r < 0.6:
-        prog = valid_program(rng)
+        gen = _ValidGen(rng)
+        prog, how = gen.build(), "values" if gen.edges else "valid"
+        if r < 0.45:
+            return prog, how
         extra = random_program(rng, length=1)[-1:]
         at = rng.randint(1, len(prog))
-        return prog[:at] + extra + prog[at:], "valid+1"
+        return prog[:at] + extra + prog[at:], how + "+1"
     return random_program(rng), "random"
 
 

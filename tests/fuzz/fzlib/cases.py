@@ -230,8 +230,10 @@ def api_program(program: list[tuple[Any, ...]]) -> dict[str, Any]:
     for done, instr in enumerate(program):
         try:
             interp.execute(instr)
-        except API_ERRORS as e:
-            errors.append((type(e).__name__, str(e)[:500]))
+        except API_ERRORS as e:  # (class, message, the call that raised it)
+            what = instr[1] if instr[0] == "call" else \
+                instr[2] if instr[0] == "method" else instr[0]
+            errors.append((type(e).__name__, str(e)[:500], str(what)))
         except BaseException as e:  # noqa: BLE001 -- judged by the parent
             return {"done": done, "errors": errors, "exc": type(e).__name__,
                     "module": type(e).__module__, "message": str(e)[:2000],

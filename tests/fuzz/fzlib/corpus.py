@@ -90,6 +90,49 @@ def networks() -> tuple[tuple[str, dict[str, Any]], ...]:
     return tuple(out)
 
 
+#: Seeds for the operator types no testdata network or dlprimitives case has.
+_EXTRA_NETWORKS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("squeeze", {"inputs": [{"name": "x", "shape": [4, 3, 1, 1]},
+                            {"name": "y", "shape": [4], "dtype": "int"}],
+                 "outputs": ["loss"],
+                 "operators": [
+                     {"name": "s", "type": "Squeeze", "inputs": ["x"], "outputs": ["s"],
+                      "options": {"dims": [2, 3]}},
+                     {"name": "fc", "type": "InnerProduct", "inputs": ["s"],
+                      "outputs": ["fc"], "options": {"outputs": 2}},
+                     {"name": "l", "type": "SoftmaxWithLoss", "inputs": ["fc", "y"],
+                      "outputs": ["loss"]}]}),
+    ("reshape", {"inputs": [{"name": "x", "shape": [4, 6]},
+                            {"name": "y", "shape": [4], "dtype": "int"}],
+                 "outputs": ["loss"],
+                 "operators": [
+                     {"name": "r", "type": "Reshape", "inputs": ["x"], "outputs": ["r"],
+                      "options": {"dims": [0, 2, -1]}},
+                     {"name": "fc", "type": "InnerProduct", "inputs": ["r"],
+                      "outputs": ["fc"], "options": {"outputs": 3}},
+                     {"name": "l", "type": "SoftmaxWithLoss", "inputs": ["fc", "y"],
+                      "outputs": ["loss"]}]}),
+)
+
+
+@lru_cache(maxsize=1)
+def networks_by_operator() -> dict[str, tuple[tuple[str, dict[str, Any]], ...]]:
+    """Operator type -> the seed networks that have an operator of it (every type with
+    options; `_EXTRA_NETWORKS` supply the types no other seed has)."""
+    from frame_mlir.frontend.network.options import OPERATORS
+
+    out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for name, doc in (*networks(), *_EXTRA_NETWORKS):
+        for op in doc["operators"]:
+            if OPERATORS.get(op["type"]) and OPERATORS[op["type"]].options:
+                out.setdefault(op["type"], [])
+                if (name, doc) not in out[op["type"]]:
+                    out[op["type"]].append((name, doc))
+    missing = {t for t, o in OPERATORS.items() if o.options} - set(out)
+    assert not missing, f"no seed network for {sorted(missing)}"
+    return {t: tuple(v) for t, v in out.items()}
+
+
 def _one_op_network(op: str, entry: dict[str, Any]) -> dict[str, Any]:
     setups = entry.get("setup_tensors", [])
     inputs = []

@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import corpus
-from .api_interp import api_program
+from .api_interp import api_program, valid_program
 from .mutate import corpus_tokens, dumps, garble_text, mutate_json, mutate_text
 from .pool import Pool
+from .values import mutate_kyn_values, mutate_leaf_values, mutate_network_options
 
 CHECK_TIMEOUT = 60.0  # s: validation, formatting, passes on one input (campaign: settable)
 
@@ -43,7 +44,29 @@ SPEC_MAX_TRAIN_STEPS = 20
 KYN_MAX_EPOCHS = 2
 TRAIN_MAX_ELEMENTS = 300_000  # summed over the declared shapes: larger inputs only validate
 BUG_CLASSES = frozenset({"timeout", "crash", "traceback", "internal", "bad-exit",
-                         "silent-error", "nan", "mismatch", "harness"})
+                         "silent-error", "nan", "mismatch", "harness", "late-refusal",
+                         "no-rule"})
+
+# The acceptance property: what validation accepts compiles and runs its first step,
+# or is refused by a documented run-time rule -- one that depends on what validation
+# cannot see: memory (RT-001), and for `.kyn` the CSV's contents (KYN-C01 a cell or
+# column that cannot be used, C02 the encoded feature count, C03 the classes in the
+# data) and the native trainer's documented limits (C04 device cuda, C05 fp16/bf16).
+# Any other refusal of an accepted input -- a verifier's or a pass's message, a library
+# message without a rule id, a validation rule the checker should have applied -- is a
+# `late-refusal` bug. A refusal at validation without a rule id (`error:other`) is a
+# `no-rule` bug for the frontends with rule ids (specs, networks, `.kyn`).
+RUNTIME_RULES: dict[str, frozenset[str]] = {
+    "spec": frozenset({"RT-001"}),
+    "network": frozenset({"RT-001"}),
+    "kyn": frozenset({"RT-001", "KYN-C01", "KYN-C02", "KYN-C03", "KYN-C04", "KYN-C05"}),
+}
+#: Messages of the compiler's internals (a pass, a verifier), which an accepted input --
+#: or an API call -- must never reach.
+#: (`frame-shape-inference: ...` names a pass; `frame-run: error: ...` is a tool.)
+INTERNAL_MESSAGE = re.compile(r"produced invalid IR|does not verify|VerifyException|"
+                              r"\b(?:frame-(?!dslc|run|opt|kyn)|convert-)[a-z-]+: |"
+                              r"[Vv]erif(?:ier|ication) (?:failed|error)")
 
 _RULE = re.compile(r"\b((?:JSON|IO|RT|FE|NET|KYN)-[A-Z]?\d{2,3})\b")
 
@@ -74,6 +97,7 @@ class Result:
     trained: bool = False
     message: str = ""  # a clean error's first line
     tried: bool = False  # the training property ran (or was attempted) on this input
+    detail: str = ""  # a clean error's whole message (its tail)
 
     @property
     def is_bug(self) -> bool:
@@ -100,7 +124,8 @@ def classify(r: dict[str, Any], tool: str = "") -> Result:
         return Result("ok")
     if not err.strip():
         return Result("silent-error", f"exit status {code} and nothing on stderr\n{out[-1000:]}")
-    return Result(f"error:{error_kind(err, code, tool)}", message=err.strip().split("\n")[0][:300])
+    return Result(f"error:{error_kind(err, code, tool)}",
+                  message=err.strip().split("\n")[0][:300], detail=err[-3000:])
 
 
 def error_kind(err: str, code: int, tool: str) -> str:
@@ -125,6 +150,34 @@ def error_kind(err: str, code: int, tool: str) -> str:
 # (xfail there while open). The campaign names them when it meets them again; the CI
 # generators would avoid them so that CI stays green meanwhile (none is open now).
 KNOWN_BUGS: dict[str, tuple[str, str]] = {}
+
+
+def judge_late(frontend: str, res: Result, stage: str) -> Result:
+    """The acceptance property on the run (`stage`) of an input validation accepted:
+    `res` is that run's CLI-like outcome; see RUNTIME_RULES."""
+    if res.is_bug:
+        return Result(res.cls, f"{stage}: {res.bug}", tried=True)
+    if res.cls == "ok":
+        return Result("accepted+trained", trained=True, tried=True)
+    rule = res.cls[6:] if res.cls.startswith("error:") else res.cls
+    if rule in RUNTIME_RULES.get(frontend, frozenset()) \
+            and not INTERNAL_MESSAGE.search(res.detail or res.message):
+        return Result(f"accepted, then {res.cls}", message=res.message, tried=True)
+    return Result("late-refusal", f"{stage}: validation accepted the input, then it was "
+                  f"refused ({res.cls}) without a documented run-time rule:\n"
+                  f"{res.detail or res.message}",
+                  message=res.message, tried=True)
+
+
+def judge_check(res: Result) -> Result:
+    """A validation refusal must name its rule (the frontends with rule ids)."""
+    if res.cls in ("error:other", "error:verify", "error:pass") \
+            or (res.cls.startswith("error:")
+                and INTERNAL_MESSAGE.search(res.detail or res.message)):
+        return Result("no-rule", f"validation refused the input without a rule id, or "
+                      f"with a compiler-internal message:\n{res.detail or res.message}",
+                      message=res.message)
+    return res
 
 
 def known_bug(res: Result) -> str | None:
@@ -189,9 +242,11 @@ def gen_spec(rng: random.Random) -> FuzzInput:
     """A v0 spec: generated valid, generated and mutated, a mutated testdata spec, or
     garbled text of one of those."""
     r = rng.random()
-    if r < 0.35:
+    if r < 0.25:
         doc, how = random_spec(rng), "generated"
-    elif r < 0.65:
+    elif r < 0.5:
+        return gen_spec_values(rng)
+    elif r < 0.7:
         doc, how = mutate_json(random_spec(rng), rng), "generated+mutated"
     else:
         doc, how = mutate_json(rng.choice(corpus.v0_valid_docs()), rng), "testdata+mutated"
@@ -200,6 +255,13 @@ def gen_spec(rng: random.Random) -> FuzzInput:
     if rng.random() < 0.12:
         data, how = garble_text(text, rng), how + "+garbled"
     return FuzzInput("spec", data, {"how": how, "stdin": rng.random() < 0.1})
+
+
+def gen_spec_values(rng: random.Random) -> FuzzInput:
+    """Option values: a generated spec with 1-2 of its numbers set to edge values."""
+    doc = mutate_leaf_values(random_spec(rng), rng)
+    return FuzzInput("spec", dumps(doc, rng).encode("utf-8", "surrogatepass"),
+                     {"how": "values", "stdin": False})
 
 
 def _numel_budget(doc: Any) -> int:
@@ -242,7 +304,7 @@ def check_spec(pool: Pool, inp: FuzzInput, train: bool = True) -> Result:
                               "files": {"spec.json": inp.data}}, check_timeout())
     res = classify(r, "frame-dslc")
     if res.cls != "ok":
-        return res
+        return judge_check(res)
     doc = json.loads(inp.data.decode("utf-8-sig"))
     if not train or "schema_version" not in doc or _numel_budget(doc) > TRAIN_MAX_ELEMENTS:
         return Result("accepted")
@@ -251,7 +313,7 @@ def check_spec(pool: Pool, inp: FuzzInput, train: bool = True) -> Result:
     r = pool.run("spec_train", {"text": json.dumps(doc)}, TRAIN_TIMEOUT)
     res = classify(r, "frame-run")
     if res.cls != "ok":
-        return Result(res.cls, f"training the capped spec: {res.bug or res.cls}", tried=True)
+        return judge_late("spec", res, "training the capped spec")
     res = judge_training(r, doc)
     res.tried = True
     return res
@@ -330,6 +392,11 @@ def gen_api(rng: random.Random) -> FuzzInput:
     return FuzzInput("api", prog, {"how": how})
 
 
+def gen_api_values(rng: random.Random) -> FuzzInput:
+    """A valid program whose attributes are drawn from the edge values."""
+    return FuzzInput("api", valid_program(rng, edges=True), {"how": "values"})
+
+
 def check_api(pool: Pool, inp: FuzzInput, train: bool = True) -> Result:
     """Run the program: every exception must be a documented class with a message."""
     program = inp.data if train else [i for i in inp.data if i[0] not in ("run",)]
@@ -349,9 +416,15 @@ def check_api(pool: Pool, inp: FuzzInput, train: bool = True) -> Result:
     if r["exc"] is not None:
         return Result("traceback", f"{r['module']}.{r['exc']}: {r['message']}\n"
                       f"{r['traceback']}", tried=tried)
-    for exc, message in r["errors"]:
+    for exc, message, *where in r["errors"]:
         if not message.strip():
             return Result("silent-error", f"{exc} without a message", tried=tried)
+        documented = exc == "NotImplementedError" and "no gradient rule" in message
+        if INTERNAL_MESSAGE.search(message) and not documented:
+            # The graph was built (its ops accepted their arguments), and a later call
+            # -- compile, a backward graph -- failed with a pass's or verifier's message.
+            return Result("late-refusal", f"{exc} from {where[0] if where else '?'} with a "
+                          f"compiler-internal message: {message}", tried=tried)
     if r["errors"]:
         return Result(f"error:{r['errors'][0][0]}", message=r["errors"][0][1], tried=tried)
     return Result("accepted+trained" if ran else "accepted", trained=ran, tried=tried)
@@ -361,7 +434,11 @@ def check_api(pool: Pool, inp: FuzzInput, train: bool = True) -> Result:
 
 
 def gen_network(rng: random.Random) -> FuzzInput:
-    """A testdata or dlprimitives-derived network, JSON-mutated (sometimes garbled)."""
+    """A testdata or dlprimitives-derived network: 40% option-value mutations of an
+    operator of a type drawn uniformly (`values.mutate_network_options`), else
+    JSON-mutated (85%); 10% garbled."""
+    if rng.random() < 0.4:
+        return gen_network_values(rng)
     name, doc = rng.choice(corpus.networks())
     if rng.random() < 0.85:
         doc = mutate_json(doc, rng)
@@ -371,6 +448,17 @@ def gen_network(rng: random.Random) -> FuzzInput:
     if rng.random() < 0.1:
         data, how = garble_text(text, rng), "garbled"
     return FuzzInput("network", data, {"seed": name, "how": how})
+
+
+def gen_network_values(rng: random.Random, op_type: str | None = None) -> FuzzInput:
+    """Option values of one operator of `op_type` (default: a type drawn uniformly
+    among those with options) in a seed network that has one."""
+    by_type = corpus.networks_by_operator()
+    op_type = op_type or rng.choice(sorted(by_type))
+    name, doc = rng.choice(by_type[op_type])
+    doc = mutate_network_options(doc, rng, op_type)
+    return FuzzInput("network", dumps(doc, rng).encode("utf-8", "surrogatepass"),
+                     {"seed": name, "how": f"values:{op_type}"})
 
 
 def network_compile_key(data: bytes) -> str:
@@ -388,17 +476,12 @@ def check_network(pool: Pool, inp: FuzzInput, train: bool = True) -> Result:
                           "files": {"net.json": inp.data}}, check_timeout())
     res = classify(r, "frame-dslc")
     if res.cls != "ok":
-        return res
+        return judge_check(res)
     doc = json.loads(inp.data.decode("utf-8-sig"))
     if not train or "operators" not in doc or _numel_budget(doc) > TRAIN_MAX_ELEMENTS:
         return Result("accepted")
     r = pool.run("network_train", {"text": json.dumps(doc)}, TRAIN_TIMEOUT)
-    res = classify(r, "frame-run")
-    if res.is_bug:
-        return Result(res.cls, f"training the accepted network: {res.bug}", tried=True)
-    if res.cls != "ok":  # accepted by --check, refused by the API: reported, not a bug
-        return Result(f"accepted, then {res.cls}", message=res.message, tried=True)
-    return Result("accepted+trained", trained=True, tried=True)
+    return judge_late("network", classify(r, "frame-run"), "training the accepted network")
 
 
 # --------------------------------------------------------------------------- .kyn
@@ -415,10 +498,21 @@ def _kyn_tokens() -> list[str]:
 
 def gen_kyn(rng: random.Random) -> FuzzInput:
     """A testdata .kyn program (valid or from invalid/), text-mutated."""
+    if rng.random() < 0.35:
+        return gen_kyn_values(rng)
     name, text = rng.choice(corpus.kyn_programs())
     if rng.random() < 0.9:
         text = mutate_text(text, rng, _kyn_tokens())
     return FuzzInput("kyn", text.encode("utf-8", "surrogatepass"), {"seed": name})
+
+
+def gen_kyn_values(rng: random.Random) -> FuzzInput:
+    """Option values of a valid program: a layer's arguments, a new layer, a key's
+    value or a call's argument (`values.mutate_kyn_values`)."""
+    name, text = rng.choice([p for p in corpus.kyn_programs()
+                             if not p[0].startswith("invalid")])
+    return FuzzInput("kyn", mutate_kyn_values(text, rng).encode("utf-8", "surrogatepass"),
+                     {"seed": name, "how": "values"})
 
 
 def check_kyn(pool: Pool, inp: FuzzInput, train: bool = True) -> Result:
@@ -440,18 +534,19 @@ def check_kyn(pool: Pool, inp: FuzzInput, train: bool = True) -> Result:
             return Result(res.cls, f"frame-kyn {' '.join(step['argv'])}: {res.bug}")
     first = results[0]
     if first.cls != "ok":
-        return first
+        return judge_check(first)
+    for res, step in zip(results[1:], steps[1:], strict=False):
+        if res.cls != "ok":  # fmt, ast, compile of a valid program
+            late = judge_late("kyn", res, f"frame-kyn {' '.join(step['argv'])}")
+            if late.is_bug:
+                late.tried = False
+                return late
     if not train:
         return Result("accepted")
     r = pool.run("kyn_train", {"files": files, "links": links, "path": name,
                                "max_epochs": KYN_MAX_EPOCHS}, TRAIN_TIMEOUT)
-    res = classify(r, "frame-kyn")
-    if res.is_bug:
-        return Result(res.cls, f"training (epochs capped at {KYN_MAX_EPOCHS}): {res.bug}",
-                      tried=True)
-    if res.cls != "ok":  # data-dependent errors (labels vs units ...) only show in training
-        return Result(f"accepted, then {res.cls}", message=res.message, tried=True)
-    return Result("accepted+trained", trained=True, tried=True)
+    return judge_late("kyn", classify(r, "frame-kyn"),
+                      f"training (epochs capped at {KYN_MAX_EPOCHS})")
 
 
 FRONTENDS = {
@@ -461,3 +556,7 @@ FRONTENDS = {
     "network": (gen_network, check_network),
     "kyn": (gen_kyn, check_kyn),
 }
+
+#: The option-value generators alone (the CI sample's acceptance-property tests).
+VALUE_GENERATORS = {"spec": gen_spec_values, "network": gen_network_values,
+                    "kyn": gen_kyn_values, "api": gen_api_values}
