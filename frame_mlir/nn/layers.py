@@ -60,8 +60,13 @@ def LayerNorm(name: str, dim: int, eps: float = 1e-5) -> Module:
 
     def build(g: Graph, inputs: Sequence[SSAValue], ps: Sequence[SSAValue]) -> list[SSAValue]:
         _inputs(f"LayerNorm '{name}'", inputs, 1)
-        if not (eps > 0 and math.isfinite(eps)):
-            raise ValueError(f"LayerNorm '{name}': eps must be finite and > 0, found {eps}")
+        # eps becomes an f32 attribute: checked after rounding to float32, where 1e39 is
+        # infinity (xDSL could not even pack it) and 1e-50 is 0.
+        with np.errstate(over="ignore", under="ignore"):
+            eps32 = float(np.float32(eps))
+        if not (eps32 > 0 and math.isfinite(eps32)):
+            raise ValueError(f"LayerNorm '{name}': eps must be finite and > 0 in float32, "
+                             f"found {eps}")
         shape = frame.static_shape(inputs[0])
         if shape is None or len(shape) != 2 or shape[1] != dim:
             raise ValueError(f"LayerNorm '{name}': input expected [rows, {dim}], found "
