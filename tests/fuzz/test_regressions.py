@@ -194,3 +194,35 @@ def test_lif_alpha_checked_in_float32() -> None:
     m = frame.nn.LIFCell("lif", 2, 3, 4, 0.5, 1.0, 1e-50, frame.DType.float32)
     with pytest.raises(ValueError, match="alpha must be finite and > 0 in float32"):
         m.build(g, [x], frame.nn.add_parameter_inputs(g, m))
+
+
+# API-7: LayerNorm's eps was checked as a Python float (finite, > 0), not as the f32
+# attribute it becomes: 3.5e38, 1e39 or 1.8e308 escaped as xDSL's `OverflowError: float
+# too large to pack with f format` from build, and 1e-50 became an eps of 0. Found by
+# the option-value mutations of the api campaign (issue 30 item 3).
+@pytest.mark.parametrize("eps", [3.5e38, 1e39, 1.7976931348623157e308, 1e-50])
+def test_layer_norm_eps_checked_in_float32(eps: float) -> None:
+    import frame
+
+    g = frame.Graph("ln")
+    x = g.add_graph_input([2, 3], frame.DType.float32)
+    m = frame.nn.LayerNorm("n", 3, eps, frame.DType.float32)
+    with pytest.raises(ValueError, match="eps must be finite and > 0 in float32"):
+        m.build(g, [x], frame.nn.add_parameter_inputs(g, m))
+
+
+# KYN-a: a `csv("...")` path holding a NUL character validated as far as resolving the
+# path, where pathlib raised `ValueError: embedded null byte`: `frame-kyn validate`
+# printed `frame-kyn: error: embedded null byte`, with no rule id or location. Found by
+# the kyn campaign's acceptance property (a `no-rule` refusal; issue 30 item 3).
+def test_kyn_csv_path_with_nul_is_a_rule(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from frame_mlir.kyn.cli import main
+
+    src = (REPO / "testdata" / "kyn" / "iris.kyn").read_text()
+    prog = tmp_path / "p.kyn"
+    prog.write_text(src.replace('csv("data/iris.csv")', 'csv("data/iris\0.csv")'))
+    assert "\0" in prog.read_text()
+    code = main(["validate", str(prog)])
+    err = capsys.readouterr().err
+    assert code == 1 and "KYN-S08" in err and "p.kyn:5:" in err, err
