@@ -214,6 +214,12 @@ class _Validator:
                      f"positional argument, found {len(call.args)} positional and "
                      f"{len(call.kwargs)} keyword arguments", call.loc, file)
             raise _Bad
+        if kind == "source" and isinstance(call.args[0], Literal) \
+                and isinstance(call.args[0].value, str) and "\0" in call.args[0].value:
+            # No file system takes it: pathlib would raise "embedded null byte" later.
+            self.err("KYN-S08", f"{what} path must not contain a NUL character, found "
+                     f"{call.args[0].value!r}", call.args[0].loc, file)
+            raise _Bad
         given: dict[str, tuple[Value, Loc]] = {}
         names = list(table)
         ok = True
