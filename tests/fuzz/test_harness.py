@@ -120,3 +120,21 @@ def test_api_runs_are_checked_against_float64() -> None:
     interp.expected[id(ex)][1] = (shape, dtype, ("const", np.zeros(shape) - 7.0))
     with pytest.raises(OutputMismatch, match="differs from the float64 evaluation"):
         interp.execute(_API_PROGRAM[12])
+
+
+def test_reference_counts_the_squared_residuals() -> None:
+    """A spec whose target range reaches 9.2e18: the float64 mean of the squared
+    residuals (3e37) fits float32 but their sum (the compiled mse's intermediate,
+    1.6e39) does not, so the compiled losses are inf. The reference must call that
+    unsafe (max_abs >= 1e30), not a `nan` bug (campaign of issue 30, spec #845)."""
+    from fzlib.corpus import TESTDATA
+    from fzlib.reference import reference_losses
+
+    from frame_mlir.frontend.spec_v0 import spec_from_doc
+
+    doc = json.loads((TESTDATA / "tiny_mlp.json").read_text())
+    doc["data"]["target"] = {"kind": "uniform_seeded", "range": [4.0, 9223372036854775808]}
+    doc["optimizer"]["learning_rate"] = 1e-30  # the parameters stay where they start
+    doc["training"].update(steps=1, log_every=1)
+    ref = reference_losses(spec_from_doc(doc, "spec.json"))
+    assert ref["max_abs"] >= 1e30, ref

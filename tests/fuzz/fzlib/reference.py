@@ -57,7 +57,11 @@ def reference_losses(spec: Any) -> dict[str, Any]:
             pred = values[spec.loss.prediction]
             diff = pred - target
             loss = float(np.mean(diff * diff))
-            track(pred, *pre.values())
+            # The squared residuals and their sum are float32 intermediates of the
+            # compiled mse too: a target of 9e18 makes them overflow (sum 1.6e39) while
+            # the mean (3e37) would still fit.
+            sq = diff * diff
+            track(pred, *pre.values(), sq, np.asarray(np.sum(sq)))
             if not np.isfinite(loss) or not np.isfinite(max_abs):
                 losses.append(loss)
                 return {"losses": losses, "max_abs": float("inf"), "finite": False}
