@@ -25,7 +25,9 @@ from frame_mlir.passes.linalg_utils import (
     dims_map,
     identity_map,
     lane_reduce,
+    lane_reduce_multi,
     max_takes,
+    splittable,
 )
 
 
@@ -167,6 +169,17 @@ def _shifted_exp(b: Builder, x: SSAValue, m: SSAValue) -> SSAValue:
 def _lower_softmax(lw: Any, op: Any) -> SSAValue:
     axis, x = op.axis_value(), op.input
     m = _row_max(lw, x, axis)
+    if isinstance(op, SoftmaxOp) and splittable([x], axis):
+        # Each exp is computed once: the sum's loop stores it (f32, whatever the result
+        # type), the final pass divides. The same bits as computing it twice.
+        def sum_and_store(b: Builder, a: Sequence[SSAValue]) -> list[SSAValue]:
+            e = _shifted_exp(b, a[0], a[1])
+            return [b.insert(arith.AddfOp(a[2], e)).result, e]
+
+        s, e = lane_reduce_multi(lw, [x], axis, [0.0], sum_and_store, [add_combine], [m],
+                                 stored=1)
+        return _rowwise(lw, op, [e], [s], axis,
+                        lambda b, a: b.insert(arith.DivfOp(a[0], a[1])).result)
     s = lane_reduce(lw, [x], axis, 0.0, lambda b, a: b.insert(arith.AddfOp(
         a[2], _shifted_exp(b, a[0], a[1]))).result, add_combine, [m])
     if isinstance(op, SoftmaxOp):

@@ -97,7 +97,8 @@ def round_to(lw: Any, value: SSAValue, typ: TensorType) -> SSAValue:
 REDUCE_LANES = 16
 
 
-def _splittable(inputs: Sequence[SSAValue], axis: int) -> bool:
+def splittable(inputs: Sequence[SSAValue], axis: int) -> bool:
+    """Whether a reduction of `inputs` along `axis` splits into lanes (`lane_reduce_multi`)."""
     shape = list(inputs[0].type.get_shape())  # type: ignore[attr-defined]
     d = shape[axis]
     return axis == len(shape) - 1 and d % REDUCE_LANES == 0 and d >= 2 * REDUCE_LANES
@@ -106,7 +107,7 @@ def _splittable(inputs: Sequence[SSAValue], axis: int) -> bool:
 def lane_reduce_multi(lw: Any, inputs: Sequence[SSAValue], axis: int, inits: Sequence[float],
                       body: Callable[[Builder, Sequence[SSAValue]], list[SSAValue]],
                       combines: Sequence[BodyFn], row_inputs: Sequence[SSAValue] = (),
-                      axis_inputs: Sequence[SSAValue] = ()) -> list[SSAValue]:
+                      axis_inputs: Sequence[SSAValue] = (), stored: int = 0) -> list[SSAValue]:
     """`len(inits)` f32 tensors of the inputs' shape without `axis`, each reduced along
     it, in REDUCE_LANES interleaved partial results combined at the end.
 
@@ -125,12 +126,19 @@ def lane_reduce_multi(lw: Any, inputs: Sequence[SSAValue], axis: int, inits: Seq
     host and thread count. Used when the axis is the last one and its size a multiple
     of REDUCE_LANES (at least two of them); otherwise the reduction runs in index order
     (`row_reduce`'s loops).
+
+    `stored` > 0 (split reductions only): `body` also returns that many per-element f32
+    values after the accumulators, written to as many f32 tensors of the inputs' shape,
+    returned after the reductions -- a softmax keeps each exp it sums, and its final pass
+    divides instead of computing the exp again. (It gets the tensors' old elements after
+    the accumulators, and ignores them.)
     """
     shape = list(inputs[0].type.get_shape())  # type: ignore[attr-defined]
     rank = len(shape)
     kept = list(range(rank - 1))
     n_in, n_axis, n_rows = len(inputs), len(axis_inputs), len(row_inputs)
-    if not _splittable(inputs, axis):
+    assert not stored or splittable(inputs, axis), "stored values need a split reduction"
+    if not splittable(inputs, axis):
         its = [RED if d == axis else PAR for d in range(rank)]
         keep = [d for d in range(rank) if d != axis]
         outs = [lw.filled(TensorType(f32, [shape[d] for d in keep]), v) for v in inits]
@@ -151,18 +159,22 @@ def lane_reduce_multi(lw: Any, inputs: Sequence[SSAValue], axis: int, inits: Seq
     bound_map = AffineMapAttr(AffineMap(rank + 1, 0, (q,)))
     part_type = TensorType(f32, [*(shape[d] for d in kept), lanes])
     n_read = n_in + n_axis + n_rows
-    parts = lw.generic_multi(
-        [*inputs, *axis_inputs, *row_inputs, bound], [lw.filled(part_type, v) for v in inits],
+    # Each stored element is written once, at the iteration that reads its input.
+    outs = lw.generic_multi(
+        [*inputs, *axis_inputs, *row_inputs, bound],
+        [*(lw.filled(part_type, v) for v in inits),
+         *(lw.empty(TensorType(f32, shape)) for _ in range(stored))],
         [*[elem] * n_in, *[along] * n_axis, *[row] * n_rows, bound_map,
-         *[part] * len(inits)],
+         *[part] * len(inits), *[elem] * stored],
         [*[PAR] * (rank - 1), RED, PAR],
         lambda b, a: body(b, [*a[:n_read], *a[n_read + 1:]]))
+    parts = outs[:len(inits)]
     results = []
     for p, v, combine in zip(parts, inits, combines, strict=True):
         out = lw.filled(TensorType(f32, [shape[d] for d in kept]), v)
         results.append(lw.generic([p], out, [identity_map(rank), dims_map(rank, kept)],
                                   [*[PAR] * (rank - 1), RED], combine))
-    return results
+    return [*results, *outs[len(inits):]]
 
 
 def lane_reduce(lw: Any, inputs: Sequence[SSAValue], axis: int, init: float, body: BodyFn,
@@ -170,7 +182,7 @@ def lane_reduce(lw: Any, inputs: Sequence[SSAValue], axis: int, init: float, bod
     """`row_reduce` in REDUCE_LANES partial results where the axis allows
     (`lane_reduce_multi`); `combine(b, [part, acc])` folds a partial result into the
     accumulator, `init` is its identity."""
-    if not _splittable(inputs, axis):
+    if not splittable(inputs, axis):
         return row_reduce(lw, inputs, axis, init, body, row_inputs)
     return lane_reduce_multi(lw, inputs, axis, [init], lambda b, a: [body(b, a)], [combine],
                              row_inputs)[0]
