@@ -5,10 +5,12 @@
 from frame_mlir.dialects import (
     frame,  # noqa: F401
     xdsl_lexer_fix,
+    xdsl_linalg_parse_fix,
     xdsl_symbol_fix,
     xdsl_verify_fix,
 )
 
 xdsl_lexer_fix.install()
+xdsl_linalg_parse_fix.install()
 xdsl_symbol_fix.install()
 xdsl_verify_fix.install()

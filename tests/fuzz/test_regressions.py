@@ -82,6 +82,24 @@ def test_unterminated_string_literal_is_a_prompt_parse_error(tmp_path: Path) -> 
     assert r.returncode == 1 and "parse error" in r.stderr, r.stderr
 
 
+# IR-2: a named linalg op without `ins(...)` (a misspelt keyword in the campaign's
+# mutant of frame-outline-kernels.mlir, or the clause left out) made xDSL's parser index
+# an empty tuple while building the op's hidden body: `internal error: IndexError`.
+# Fixed by frame_mlir/dialects/xdsl_linalg_parse_fix.py (the parser's error at the op).
+@pytest.mark.parametrize("op", [
+    "linalg.add outs(%o : memref<2x2xf32>)",
+    'linalg.fill {frame.layer = "b"} insdirect%z : f32) outs(%o : memref<2x2xf32>)'])
+def test_named_linalg_op_without_ins_is_a_parse_error(tmp_path: Path, op: str) -> None:
+    path = tmp_path / "noins.mlir"
+    path.write_text("func.func @g(%o: memref<2x2xf32>) {\n  %z = arith.constant 0.0 : f32\n"
+                    f"  {op}\n  func.return\n}}\n")
+    r = subprocess.run([sys.executable, "-m", "frame_mlir.tools.frame_opt", str(path)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert "internal error" not in r.stderr and "parse error" in r.stderr, r.stderr
+    assert f"{path}:3:" in r.stderr and "expects ins(...) and outs(...)" in r.stderr, r.stderr
+
+
 # ----------------------------------------------------------------- fixed (Python API)
 
 
