@@ -100,3 +100,18 @@ def lower_spec(spec: ModelSpec) -> LoweredModel:
     return LoweredModel(module, spec.name, predict.sym_name.data,
                         tuple(i.name for i in spec.inputs), tuple(params),
                         tuple(spec.loss.target_shape))
+
+
+def mark_per_sample(lowered: LoweredModel) -> None:
+    """Mark the v0 biases `frame.per_sample` on the loss function (frame-dp-split keeps
+    their gradients out of the allreduce)."""
+    from frame_mlir.passes.common import set_arg_attr
+    from frame_mlir.passes.frame_dp_split import PER_SAMPLE
+
+    for fn in lowered.module.ops:
+        if not isinstance(fn, func.FuncOp) or fn.sym_name.data != lowered.function:
+            continue
+        for i, d in enumerate(fn.arg_attrs.data if fn.arg_attrs is not None else ()):
+            name = d.data.get("frame.param")
+            if isinstance(name, builtin.StringAttr) and name.data.endswith(".bias"):
+                set_arg_attr(fn, i, PER_SAMPLE, builtin.UnitAttr())

@@ -27,7 +27,6 @@ from math import prod
 import numpy as np
 
 from frame_mlir.backend.llvm.packed import bound_call
-from frame_mlir.frontend.lower_spec import LoweredModel
 from frame_mlir.frontend.spec import InputSpec, ModelSpec
 from frame_mlir.runtime.distributed import Job, local_batch, rank_rows
 from frame_mlir.runtime.executable import FunctionSignature, aligned_empty
@@ -54,23 +53,6 @@ def local_spec(spec: ModelSpec, ranks: int) -> ModelSpec:
 def per_sample_params(spec: ModelSpec) -> set[str]:
     """The parameters held by rows (one per sample): the v0 biases."""
     return {layer.bias_name for layer in spec.layers if layer.has_bias}
-
-
-def mark_per_sample(lowered: LoweredModel) -> None:
-    """Mark the v0 biases `frame.per_sample` on the loss function (frame-dp-split keeps
-    their gradients out of the allreduce)."""
-    from xdsl.dialects import builtin, func
-
-    from frame_mlir.passes.common import set_arg_attr
-    from frame_mlir.passes.frame_dp_split import PER_SAMPLE
-
-    for fn in lowered.module.ops:
-        if not isinstance(fn, func.FuncOp) or fn.sym_name.data != lowered.function:
-            continue
-        for i, d in enumerate(fn.arg_attrs.data if fn.arg_attrs is not None else ()):
-            name = d.data.get("frame.param")
-            if isinstance(name, builtin.StringAttr) and name.data.endswith(".bias"):
-                set_arg_attr(fn, i, PER_SAMPLE, builtin.UnitAttr())
 
 
 class DpSession:

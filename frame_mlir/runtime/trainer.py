@@ -159,7 +159,7 @@ class CompiledSpec:
         with timing.section("frontend"):
             self.lowered = lower_spec(self.spec)
         if self.data_parallel:
-            from frame_mlir.runtime.data_parallel import mark_per_sample
+            from frame_mlir.frontend.lower_spec import mark_per_sample
 
             mark_per_sample(self.lowered)
         # Kernel entries only: the spec entry stored by the caller covers the module.

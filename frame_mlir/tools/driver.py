@@ -75,7 +75,7 @@ def emit_stage(spec: ModelSpec, stage: str, out: TextIO, *,
 
     lowered = lower_spec(spec)
     if options is not None and options.data_parallel is not None:
-        from frame_mlir.runtime.data_parallel import mark_per_sample
+        from frame_mlir.frontend.lower_spec import mark_per_sample
 
         mark_per_sample(lowered)  # as CompiledSpec compiles it
     emit_module_stage(lowered.module, spec.optimizer.learning_rate, stage, out,
