@@ -42,8 +42,7 @@ if TYPE_CHECKING:
     from frame_mlir.frontend.errors import Diagnostic
     from frame_mlir.frontend.network.loader import NetworkSpec
 
-#: The reference benchmark's iteration counts.
-DEFAULT_WARMUP, DEFAULT_STEPS = 5, 20
+from frame_mlir.tools.network_run import DEFAULT_STEPS, DEFAULT_WARMUP
 
 #: Options (argparse destinations) that a benchmark refuses: it feeds random inputs,
 #: runs a fixed number of iterations and writes nothing.
@@ -61,18 +60,6 @@ REFUSED = {
     "print_predictions": "no predictions",
     "log_every": "no loss lines",
 }
-
-
-def add_benchmark_arguments(g: argparse._ArgumentGroup) -> None:
-    """`--benchmark` and `--warmup` (into frame-run's group of network options)."""
-    g.add_argument("--benchmark", action="store_const", const=True, default=None,
-                   help="time the training step (forward, backward, the solver's update) "
-                   "and the test-mode forward on a random batch of the declared shapes: "
-                   f"--warmup (default {DEFAULT_WARMUP}) untimed, then --steps (default "
-                   f"{DEFAULT_STEPS}) timed iterations; prints `train ms/batch` and "
-                   "`test ms/batch` with images/s")
-    g.add_argument("--warmup", metavar="N", default=None,
-                   help=f"with --benchmark: untimed iterations first (default {DEFAULT_WARMUP})")
 
 
 def _flag(dest: str) -> str:

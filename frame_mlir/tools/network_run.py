@@ -48,6 +48,9 @@ NETWORK_FLAGS = ("epochs", "solver", "momentum", "weight_decay", "schedule", "se
 #: The weights formats a network reads and writes (frontend/network/weights.py).
 NETWORK_WEIGHT_SUFFIXES = (".dlp", ".h5", ".hdf5", ".npz")
 
+#: `--benchmark`'s untimed and timed iterations, the reference benchmark's (network_bench.py).
+DEFAULT_WARMUP, DEFAULT_STEPS = 5, 20
+
 
 def add_network_arguments(p: argparse.ArgumentParser) -> None:
     """frame-run's options for network files only."""
@@ -56,9 +59,19 @@ def add_network_arguments(p: argparse.ArgumentParser) -> None:
                    help="passes over the training data (default 1)")
     add_solver_arguments(g, "seed of the initial parameters, the shuffle and the digits "
                          "split (default 0)")
-    from frame_mlir.tools.network_bench import add_benchmark_arguments
-
     add_benchmark_arguments(g)
+
+
+def add_benchmark_arguments(g: argparse._ArgumentGroup) -> None:
+    """`--benchmark` and `--warmup` (into frame-run's group of network options)."""
+    g.add_argument("--benchmark", action="store_const", const=True, default=None,
+                   help="time the training step (forward, backward, the solver's update) "
+                   "and the test-mode forward on a random batch of the declared shapes: "
+                   f"--warmup (default {DEFAULT_WARMUP}) untimed, then --steps (default "
+                   f"{DEFAULT_STEPS}) timed iterations; prints `train ms/batch` and "
+                   "`test ms/batch` with images/s")
+    g.add_argument("--warmup", metavar="N", default=None,
+                   help=f"with --benchmark: untimed iterations first (default {DEFAULT_WARMUP})")
 
 
 def add_solver_arguments(g: argparse._ArgumentGroup, seed_help: str) -> None:

@@ -52,8 +52,7 @@ import dataclasses
 import difflib
 import json
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -72,79 +71,23 @@ from frame_mlir.frontend.network.options import (
     with_defaults,
 )
 from frame_mlir.frontend.network.schema import network_schema
+from frame_mlir.frontend.network.spec import (
+    MAX_ELEMENTS,
+    InputSpec,
+    NetworkSpec,
+    OperatorSpec,
+    OutputSpec,
+)
 from frame_mlir.frontend.spec_v0 import brief_value, decode_document, json_type, read_document
 
 __all__ = ["WARNING_RULES", "InputSpec", "NetworkSpec", "OperatorSpec", "OutputSpec", "Warn",
            "is_network_document", "load_network", "network_from_doc"]
-
-#: dtype names of the format -> what the frame IR stores.
-DTYPES = ("float", "int")
-
-#: The most elements of any tensor (4 PiB of float32): more than any machine holds, and
-#: byte counts stay far from int64 overflow. Declared shapes beyond it are NET-000,
-#: deduced ones NET-005; smaller ones that do not fit in memory are RT-001 at run time.
-MAX_ELEMENTS = 2**50
 
 #: The rules that are warnings unless `strict`: what the reference accepts silently.
 WARNING_RULES = frozenset({"NET-002", "NET-012"})
 
 #: Receives each warning as one line, `<source>: <rule> at <pointer>: <message>`.
 Warn = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    """A network input: a tensor the caller feeds."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: str  # "float" or "int"
-
-
-@dataclass(frozen=True)
-class OutputSpec:
-    """A declared network output; a loss when `loss_weight` is not None."""
-
-    name: str  # the user's tensor name
-    value: str  # the SSA value it denotes (its latest definition)
-    loss_weight: float | None
-
-
-@dataclass(frozen=True)
-class OperatorSpec:
-    """One operator, its options completed with defaults and its tensors as SSA values."""
-
-    index: int
-    name: str
-    type: str
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    frozen: bool
-    options: Mapping[str, Any]
-    params: tuple[str | None, ...]  # explicit parameter names (None: the default name)
-
-    @property
-    def pointer(self) -> str:
-        return f"/operators/{self.index}"
-
-
-@dataclass(frozen=True)
-class NetworkSpec:
-    """A validated network document (graph rules checked; shapes are checked when the
-    IR is built)."""
-
-    name: str  # the file stem, or "network"
-    inputs: tuple[InputSpec, ...]
-    outputs: tuple[OutputSpec, ...]
-    operators: tuple[OperatorSpec, ...]
-    source: str = "<dict>"
-    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    #: NET-002 / NET-012 found in a non-strict load (the document loaded regardless)
-    warnings: tuple[Diagnostic, ...] = field(default=(), compare=False, repr=False)
-
-    @property
-    def losses(self) -> list[OutputSpec]:
-        return [o for o in self.outputs if o.loss_weight is not None]
 
 
 def is_network_document(doc: object) -> bool:

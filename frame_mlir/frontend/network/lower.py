@@ -36,8 +36,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from frame_mlir.dialects import frame
 from frame_mlir.frontend.errors import Diagnostic, SpecError
-from frame_mlir.frontend.network.loader import MAX_ELEMENTS, NetworkSpec, OperatorSpec
 from frame_mlir.frontend.network.options import INT_MAX
+from frame_mlir.frontend.network.spec import MAX_ELEMENTS, NetworkSpec, OperatorSpec
 from frame_mlir.nn.graph import Graph
 from frame_mlir.passes.common import set_arg_attr
 from frame_mlir.passes.frame_autodiff import LOSS_INDEX
