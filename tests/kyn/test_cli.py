@@ -227,3 +227,22 @@ def test_console_script_has_no_traceback(tmp_path: Path) -> None:
     assert r.returncode == 1
     assert r.stderr.startswith(f"{bad}:2:1: error: indentation must be exactly 4 spaces")
     assert "Traceback" not in r.stderr
+
+
+def test_python_m_format_is_frame_kyn_fmt(tmp_path: Path) -> None:
+    """KynML's `python -m ....format FILE [--check]` (its package's __main__.py)."""
+    messy = tmp_path / "messy.kyn"
+    messy.write_text(SMALL.replace("\n\n", "\n\n\n"))
+    run = [sys.executable, "-m", "frame_mlir.kyn.format"]
+    r = subprocess.run([*run, str(messy), "--check"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 1 and "would be reformatted" in r.stderr, r.stderr
+    r = subprocess.run([*run, str(messy)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout == main_output(["fmt", str(messy)]), r.stderr
+
+
+def main_output(argv: list[str]) -> str:
+    r = subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", *argv],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout

@@ -30,7 +30,6 @@ The formatter raises `KynParseError` on a syntax error and never looks at semant
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
@@ -295,15 +294,3 @@ def format_file(path: str | Path, write: bool = False) -> str:
     if write and out != text:  # atomically: an interrupted write never truncates it
         atomic_write_stream(path, lambda f: f.write(out.encode("utf-8")))
     return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m frame_mlir.kyn.format FILE [--write | --check]` (KynML's interface):
-    `frame-kyn fmt`."""
-    from frame_mlir.kyn.cli import main as cli_main
-
-    return cli_main(["fmt", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())
