@@ -82,9 +82,9 @@ def host_info() -> HostInfo:
     """The host's `HostInfo` (computed once per process)."""
     import llvmlite.binding as llvm
 
-    from frame_mlir.backend.llvm.jit import _ensure_initialized
+    from frame_mlir.backend.llvm.machine import ensure_initialized
 
-    _ensure_initialized()
+    ensure_initialized()
     features = frozenset(k for k, on in llvm.get_host_cpu_features().items() if on)
     arch = platform.machine().lower()
     l1, l2, l3 = _cache_sizes()

@@ -20,6 +20,7 @@ import pytest
 
 from frame_mlir import timing
 from frame_mlir.backend.llvm import jit as jit_mod
+from frame_mlir.backend.llvm import machine
 from frame_mlir.backend.llvm.cache import KERNEL_SUFFIX, CompileCache
 from frame_mlir.backend.llvm.jit import (
     ENV_JOBS,
@@ -201,12 +202,12 @@ def test_each_role_is_optimized_by_its_pipeline(monkeypatch: pytest.MonkeyPatch)
     """O2 for GEMM drivers, O3 for micro-kernels and the rest; below opt level 3
     every unit gets that level's whole pipeline. The role is part of the unit's
     cache key."""
-    assert jit_mod.unit_pipeline(3, ROLE_MICRO) == jit_mod.UnitPipeline(3, True, True)
-    assert jit_mod.unit_pipeline(3, ROLE_GEMM) == jit_mod.UnitPipeline(2, True, True)
-    assert jit_mod.unit_pipeline(3, ROLE_KERNEL) == jit_mod.UnitPipeline(3, True, True)
+    assert machine.unit_pipeline(3, ROLE_MICRO) == machine.UnitPipeline(3, True, True)
+    assert machine.unit_pipeline(3, ROLE_GEMM) == machine.UnitPipeline(2, True, True)
+    assert machine.unit_pipeline(3, ROLE_KERNEL) == machine.UnitPipeline(3, True, True)
     for role in (ROLE_MICRO, ROLE_GEMM, ROLE_KERNEL):
-        assert jit_mod.unit_pipeline(1, role) == jit_mod.UnitPipeline(1, False, False)
-    seen: dict[str, jit_mod.UnitPipeline | None] = {}
+        assert machine.unit_pipeline(1, role) == machine.UnitPipeline(1, False, False)
+    seen: dict[str, machine.UnitPipeline | None] = {}
     real = jit_mod.optimize
 
     def spy(module, target_machine, opt_level, pipeline=None):  # type: ignore[no-untyped-def]
@@ -218,10 +219,10 @@ def test_each_role_is_optimized_by_its_pipeline(monkeypatch: pytest.MonkeyPatch)
     split = split_module(_micro_module(), public={"kern"})
     compile_ir(_micro_module(), public={"kern"}, jobs=1)
     micro = split.symbols[f"{MICRO_KERNEL_PREFIX}test_f32x16"]
-    assert seen == {micro: jit_mod.UnitPipeline(3, True, True),
-                    "kern": jit_mod.UnitPipeline(2, True, True),
+    assert seen == {micro: machine.UnitPipeline(3, True, True),
+                    "kern": machine.UnitPipeline(2, True, True),
                     # its packed entry (packed.py): loads and a call, at level 0
-                    "kern.frame_args": jit_mod.UnitPipeline(0, False, False, codegen=0)}
+                    "kern.frame_args": machine.UnitPipeline(0, False, False, codegen=0)}
     a, b = (Unit("f", "text", ("f",), role) for role in (ROLE_GEMM, ROLE_KERNEL))
     assert jit_mod._unit_key(a, 3)[0] != jit_mod._unit_key(b, 3)[0]
 

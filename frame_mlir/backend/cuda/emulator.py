@@ -51,7 +51,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
-from frame_mlir.backend.llvm.jit import host_target_machine, optimize
+from frame_mlir.backend.llvm.machine import host_target_machine, optimize
 
 SOURCE = Path(__file__).with_name("emulator.c")
 """The C runtime (shipped as package data)."""

@@ -401,7 +401,7 @@ def ensure_runtime() -> Runtime:
     with _lock:
         if _runtime is not None:
             return _runtime
-        from frame_mlir.backend.llvm.jit import load_runtime
+        from frame_mlir.backend.llvm.machine import load_runtime
 
         # Workers run this code until the process ends: load_runtime never frees it.
         addresses = load_runtime(runtime_ir(), EXPORTS)

@@ -185,7 +185,7 @@ def ensure_profile_runtime() -> ProfileRuntime:
     with _lock:
         if _runtime is not None:
             return _runtime
-        from frame_mlir.backend.llvm.jit import load_runtime
+        from frame_mlir.backend.llvm.machine import load_runtime
 
         clock = profile_clock()
         addresses = load_runtime(profile_ir(clock), EXPORTS)
