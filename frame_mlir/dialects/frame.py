@@ -64,7 +64,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-from frame_mlir.passes.linalg_utils import f32_const as _f32
+from frame_mlir.dialects.linalg_utils import f32_const as _f32
 
 Shape = tuple[int, ...]
 

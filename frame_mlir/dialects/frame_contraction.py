@@ -21,10 +21,10 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, opt_prop_def
 
 from frame_mlir.dialects.frame import BinaryOp, Shape, ShapeError, _fmt, static_shape
-from frame_mlir.passes.linalg_utils import PAR, RED, dims_map
-from frame_mlir.passes.linalg_utils import accumulator_type as _accumulator_type
-from frame_mlir.passes.linalg_utils import result_type as _result_type
-from frame_mlir.passes.linalg_utils import round_to as _round_to
+from frame_mlir.dialects.linalg_utils import PAR, RED, dims_map
+from frame_mlir.dialects.linalg_utils import accumulator_type as _accumulator_type
+from frame_mlir.dialects.linalg_utils import result_type as _result_type
+from frame_mlir.dialects.linalg_utils import round_to as _round_to
 
 # --- ops --------------------------------------------------------------------------------
 

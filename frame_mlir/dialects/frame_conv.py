@@ -54,10 +54,10 @@ from frame_mlir.dialects.frame import (
     static_shape,
 )
 from frame_mlir.dialects.frame_movement import PadOp, SliceOp, _window_copy
-from frame_mlir.passes.linalg_utils import PAR, RED, identity_map
-from frame_mlir.passes.linalg_utils import accumulator_type as _accumulator_type
-from frame_mlir.passes.linalg_utils import result_type as _result_type
-from frame_mlir.passes.linalg_utils import round_to as _round_to
+from frame_mlir.dialects.linalg_utils import PAR, RED, identity_map
+from frame_mlir.dialects.linalg_utils import accumulator_type as _accumulator_type
+from frame_mlir.dialects.linalg_utils import result_type as _result_type
+from frame_mlir.dialects.linalg_utils import round_to as _round_to
 
 
 def _ints(attr: DenseArrayBase | None) -> list[int] | None:

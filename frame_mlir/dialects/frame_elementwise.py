@@ -40,8 +40,8 @@ from frame_mlir.dialects.frame import (
 
 # The adjoint of broadcasting, for the VJPs of add, sub and mul.
 from frame_mlir.dialects.frame_reduce import reduce_to
-from frame_mlir.passes.linalg_utils import f32_const as _f32
-from frame_mlir.passes.linalg_utils import result_type as _result_type
+from frame_mlir.dialects.linalg_utils import f32_const as _f32
+from frame_mlir.dialects.linalg_utils import result_type as _result_type
 
 # --- ops --------------------------------------------------------------------------------
 

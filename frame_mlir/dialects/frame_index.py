@@ -52,7 +52,7 @@ from frame_mlir.dialects.frame import (
     tensor_type,
 )
 from frame_mlir.dialects.frame_loss import record_label_check
-from frame_mlir.passes.linalg_utils import (
+from frame_mlir.dialects.linalg_utils import (
     PAR,
     RED,
     accumulator_type,

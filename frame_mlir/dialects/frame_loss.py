@@ -69,10 +69,10 @@ from frame_mlir.dialects.frame import (
 
 # The family this one builds on (frame.sum's f32 sums).
 from frame_mlir.dialects.frame_reduce import sum_axes, sum_into
-from frame_mlir.passes.common import set_arg_attr
-from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map, max_takes
-from frame_mlir.passes.linalg_utils import f32_const as _c
-from frame_mlir.passes.linalg_utils import result_type as _result_type
+from frame_mlir.dialects.ir_utils import set_arg_attr
+from frame_mlir.dialects.linalg_utils import PAR, RED, dims_map, identity_map, max_takes
+from frame_mlir.dialects.linalg_utils import f32_const as _c
+from frame_mlir.dialects.linalg_utils import result_type as _result_type
 
 REDUCTIONS = ("mean", "sum", "none")
 #: The argument attribute recording run-time label checks (read by
@@ -433,7 +433,7 @@ def _reduce_rows(lw: Any, op: Any, rows: SSAValue) -> SSAValue:
 
 def _softmax_rows(lw: Any, x: SSAValue) -> tuple[SSAValue, SSAValue]:
     """Per row: the max (torch's scan) and log(sum(exp(x - max))), f32 [N]."""
-    from frame_mlir.passes.linalg_utils import row_reduce
+    from frame_mlir.dialects.linalg_utils import row_reduce
 
     m = row_reduce(lw, [x], 1, float("-inf"), lambda b, a: b.insert(
         arith.SelectOp(max_takes(b, a[0], a[1]), a[0], a[1])).result)

@@ -29,7 +29,7 @@ from frame_mlir.dialects.frame import (
     UnaryOp,
     _f32_text,
 )
-from frame_mlir.passes.linalg_utils import f32_const as _c
+from frame_mlir.dialects.linalg_utils import f32_const as _c
 
 
 def _finite(op_name: str, what: str, value: float) -> None:

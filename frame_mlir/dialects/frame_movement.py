@@ -41,7 +41,7 @@ from frame_mlir.dialects.frame import (
     declared_shape,
     static_shape,
 )
-from frame_mlir.passes.linalg_utils import PAR, identity_map
+from frame_mlir.dialects.linalg_utils import PAR, identity_map
 
 
 def _ints(attr: DenseArrayBase | None) -> list[int] | None:

@@ -38,8 +38,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from frame_mlir.dialects import frame as _frame
 from frame_mlir.dialects.frame import AnyF32Tensor, FrameOp, Shape, ShapeError, _fmt
-from frame_mlir.passes.common import fail
-from frame_mlir.passes.linalg_utils import (
+from frame_mlir.dialects.ir_utils import fail
+from frame_mlir.dialects.linalg_utils import (
     PAR,
     RED,
     add_combine,
@@ -48,7 +48,7 @@ from frame_mlir.passes.linalg_utils import (
     lane_reduce,
     lane_reduce_multi,
 )
-from frame_mlir.passes.linalg_utils import f32_const as _c
+from frame_mlir.dialects.linalg_utils import f32_const as _c
 
 
 def _check_eps(name: str, eps: float) -> None:

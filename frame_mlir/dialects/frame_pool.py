@@ -86,11 +86,11 @@ from frame_mlir.dialects.frame_conv import (
     _scatter_iterators,
 )
 from frame_mlir.dialects.frame_reduce import expand_kept, sum_axes
-from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map, max_takes
-from frame_mlir.passes.linalg_utils import accumulator_type as _accumulator_type
-from frame_mlir.passes.linalg_utils import f32_const as _f32
-from frame_mlir.passes.linalg_utils import result_type as _result_type
-from frame_mlir.passes.linalg_utils import round_to as _round_to
+from frame_mlir.dialects.linalg_utils import PAR, RED, dims_map, identity_map, max_takes
+from frame_mlir.dialects.linalg_utils import accumulator_type as _accumulator_type
+from frame_mlir.dialects.linalg_utils import f32_const as _f32
+from frame_mlir.dialects.linalg_utils import result_type as _result_type
+from frame_mlir.dialects.linalg_utils import round_to as _round_to
 
 # --- shape rules ------------------------------------------------------------------------
 

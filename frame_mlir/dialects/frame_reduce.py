@@ -77,7 +77,7 @@ from frame_mlir.dialects.frame import (
 # The families this one builds on (neither needs this one at import time).
 from frame_mlir.dialects.frame_math import DivOp
 from frame_mlir.dialects.frame_movement import ReshapeOp
-from frame_mlir.passes.linalg_utils import (
+from frame_mlir.dialects.linalg_utils import (
     PAR,
     RED,
     BodyFn,
@@ -85,8 +85,8 @@ from frame_mlir.passes.linalg_utils import (
     identity_map,
     max_takes,
 )
-from frame_mlir.passes.linalg_utils import f32_const as _c
-from frame_mlir.passes.linalg_utils import round_to as _round_to
+from frame_mlir.dialects.linalg_utils import f32_const as _c
+from frame_mlir.dialects.linalg_utils import round_to as _round_to
 
 # --- ops --------------------------------------------------------------------------------
 

@@ -67,8 +67,8 @@ from frame_mlir.dialects.frame import (
     _fmt,
     same_shape_rule,
 )
-from frame_mlir.passes.linalg_utils import PAR, RED, identity_map
-from frame_mlir.passes.linalg_utils import result_type as _result_type
+from frame_mlir.dialects.linalg_utils import PAR, RED, identity_map
+from frame_mlir.dialects.linalg_utils import result_type as _result_type
 
 
 @irdl_op_definition

@@ -19,7 +19,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, prop_def
 
 from frame_mlir.dialects.frame import BinaryOp, Shape, ShapeError, UnaryOp, same_shape_rule
-from frame_mlir.passes.linalg_utils import (
+from frame_mlir.dialects.linalg_utils import (
     PAR,
     add_combine,
     dims_map,

@@ -63,8 +63,8 @@ from xdsl.irdl import irdl_op_definition, prop_def
 from xdsl.utils.exceptions import VerifyException
 
 from frame_mlir.dialects.frame import Shape, ShapeError, UnaryOp, _fmt, static_shape
-from frame_mlir.passes.linalg_utils import PAR, RED, dims_map, identity_map
-from frame_mlir.passes.linalg_utils import f32_const as _c
+from frame_mlir.dialects.linalg_utils import PAR, RED, dims_map, identity_map
+from frame_mlir.dialects.linalg_utils import f32_const as _c
 
 
 def bins(n: int) -> int:

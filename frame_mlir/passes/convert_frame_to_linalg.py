@@ -43,8 +43,8 @@ from xdsl.rewriter import InsertPoint
 
 from frame_mlir.dialects import frame
 from frame_mlir.dialects.frame_scan import ScanOp
+from frame_mlir.dialects.linalg_utils import PAR, BodyFn, identity_map
 from frame_mlir.passes.common import fail, provenance
-from frame_mlir.passes.linalg_utils import PAR, BodyFn, identity_map
 
 T = TypeVar("T")
 

@@ -49,8 +49,8 @@ from xdsl.traits import SymbolTable
 
 from frame_mlir.dialects import frame_rt
 from frame_mlir.dialects.frame_scan import ScanOp
+from frame_mlir.dialects.linalg_utils import copy_generic
 from frame_mlir.passes.common import callees_first, fail, provenance
-from frame_mlir.passes.linalg_utils import copy_generic
 
 ALIGN = 64
 

@@ -58,7 +58,7 @@ from xdsl.ir.affine import AffineDimExpr
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from frame_mlir.passes.linalg_utils import PAR
+from frame_mlir.dialects.linalg_utils import PAR
 
 #: Separator of the op names in the `doc` of a merged generic.
 DOC_SEPARATOR = "+"

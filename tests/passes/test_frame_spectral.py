@@ -23,9 +23,9 @@ from xdsl.utils.exceptions import VerifyException
 from frame_mlir.compile_options import CompileOptions
 from frame_mlir.dialects import frame
 from frame_mlir.dialects.frame_spectral import bins, factors
+from frame_mlir.dialects.linalg_utils import RED
 from frame_mlir.nn.graph import Graph
 from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
-from frame_mlir.passes.linalg_utils import RED
 from frame_mlir.passes.pipeline import make_context
 from frame_mlir.runtime.executable import Executable, compile_module
 

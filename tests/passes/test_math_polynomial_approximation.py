@@ -14,8 +14,8 @@ from xdsl.dialects import builtin
 
 from frame_mlir.compile_options import CompileOptions
 from frame_mlir.dialects import frame
+from frame_mlir.dialects.linalg_utils import REDUCE_LANES
 from frame_mlir.nn.graph import Graph
-from frame_mlir.passes.linalg_utils import REDUCE_LANES
 from frame_mlir.runtime.executable import compile_module
 
 torch = pytest.importorskip("torch")
