@@ -232,7 +232,7 @@ def _emit(module: Any, args: argparse.Namespace, job: Any = None) -> int:
         optimizer_runtime,
         step_functions,
     )
-    from frame_mlir.tools.driver import emit_module_stage
+    from frame_mlir.tools.stage_dump import emit_module_stage
 
     check_supported(module)
     rank, ranks = (job.rank, job.size) if job is not None else (0, 1)

@@ -7,6 +7,10 @@
 
 The output of a training run is the CPU's format (`step N loss V`, `final_loss V`);
 the losses agree with the CPU to float32 rounding (docs/cuda.md).
+
+This module is the CUDA half of the driver: it builds on `driver`'s helpers (the files
+of a run, the output format) and `driver` never imports it; `stage_dump` picks the
+target of an `--emit-stage` dump.
 """
 
 from __future__ import annotations
@@ -15,13 +19,25 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from frame_mlir.passes.stages import CUDA_STAGES, SHARED_STAGES
+from frame_mlir.tools.driver import (
+    WEIGHT_SUFFIXES,
+    RunFiles,
+    check_output_path,
+    finish_losses,
+    format_loss,
+    format_predictions,
+    initial_values,
+    ir_text,
+    print_ir_after_all_hook,
+    read_run_files,
+    save_weights_file,
+)
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
     from frame_mlir.compile_options import CompileOptions
     from frame_mlir.frontend.spec import ModelSpec
-    from frame_mlir.tools.driver import RunFiles
 
 TARGETS = ("cpu", "cuda", "cuda-emulator")
 
@@ -49,7 +65,6 @@ def emit_cuda_stage(module: ModuleOp, lr: float | None, stage: str, out: TextIO,
     """Compile a frontend's `module` for CUDA up to `stage` and print it (`ptx`: for
     `arch`)."""
     from frame_mlir.backend.cuda.compile import compile_cuda
-    from frame_mlir.tools.driver import ir_text, print_ir_after_all_hook
 
     hook = print_ir_after_all_hook(sys.stderr) if print_ir_after_all else None
     result = compile_cuda(module, lr, options=options, after_pass=hook, stop_after=stage,
@@ -69,17 +84,6 @@ def run_cuda_training(spec: ModelSpec, out: TextIO, *, target: str,
     from frame_mlir.backend.cuda.runtime import CudaBackend, CudaSession, EmulatorBackend
     from frame_mlir.frontend.lower_spec import lower_spec
     from frame_mlir.runtime.trainer import logged_steps
-    from frame_mlir.tools.driver import (
-        WEIGHT_SUFFIXES,
-        RunFiles,
-        check_output_path,
-        finish_losses,
-        format_loss,
-        format_predictions,
-        initial_values,
-        read_run_files,
-        save_weights_file,
-    )
 
     files = files or RunFiles()
     if files.plot is not None:

@@ -1,5 +1,7 @@
 """What frame-run and frame-dslc share: load a spec (with the command line's overrides),
-compile it, dump stages, train, read and write the files of a run.
+compile it, train, read and write the files of a run. The CUDA target's runs
+(`cuda_run`) and the `--emit-stage` dumps of both targets (`stage_dump`) build on this
+module, which imports neither.
 
 The tools only parse arguments and call into here. For a schema-v0 spec:
 
@@ -38,7 +40,6 @@ import numpy as np
 
 from frame_mlir.frontend.errors import Diagnostic, SpecError
 from frame_mlir.frontend.spec import ModelSpec
-from frame_mlir.passes.stages import STAGE_NAMES
 
 if TYPE_CHECKING:  # xDSL loads only where IR is built: a cached run never needs it
     from xdsl.dialects.builtin import ModuleOp
@@ -63,69 +64,6 @@ def ir_text(module: ModuleOp) -> str:
 def format_loss(value: float) -> str:
     """Losses print with 9 significant digits: enough to round-trip a float32."""
     return f"{value:.9g}"
-
-
-def emit_stage(spec: ModelSpec, stage: str, out: TextIO, *,
-               print_ir_after_all: bool = False, options: CompileOptions | None = None,
-               target: str = "cpu", arch: str = "sm_80") -> None:
-    """Print the IR of `spec` at `stage` and stop (with `print_ir_after_all`, the IR
-    after every pass up to there goes to stderr, as in a training run). `options`:
-    the compile options (`--threads`), None for the defaults."""
-    from frame_mlir.frontend.lower_spec import lower_spec
-
-    lowered = lower_spec(spec)
-    if options is not None and options.data_parallel is not None:
-        from frame_mlir.frontend.lower_spec import mark_per_sample
-
-        mark_per_sample(lowered)  # as CompiledSpec compiles it
-    emit_module_stage(lowered.module, spec.optimizer.learning_rate, stage, out,
-                      print_ir_after_all=print_ir_after_all, options=options, target=target,
-                      arch=arch)
-
-
-def emit_module_stage(module: ModuleOp, lr: float | None, stage: str, out: TextIO, *,
-                      print_ir_after_all: bool = False,
-                      options: CompileOptions | None = None, target: str = "cpu",
-                      arch: str = "sm_80") -> None:
-    """Run the pipeline on a frontend's `module` up to `stage` and print it there (the
-    LLVM stages print LLVM IR, the optimised IR or assembly). `lr` fuses SGD (None:
-    gradient functions stay). `target` "cuda" (or "cuda-emulator") compiles for the GPU:
-    the stages after bufferized are then the CUDA ones (`ptx` for `arch`)."""
-    from frame_mlir.tools.cuda_run import check_stage
-
-    check_stage(target, stage)  # TGT-001: a stage of the other target
-    if target != "cpu":
-        from frame_mlir.tools.cuda_run import emit_cuda_stage
-
-        emit_cuda_stage(module, lr, stage, out, print_ir_after_all=print_ir_after_all,
-                        options=options, arch=arch)
-        return
-
-    from frame_mlir import timing
-
-    with timing.compile_session():
-        _emit_cpu_stage(module, lr, stage, out, print_ir_after_all, options)
-
-
-def _emit_cpu_stage(module: ModuleOp, lr: float | None, stage: str, out: TextIO,
-                    print_ir_after_all: bool, options: CompileOptions | None) -> None:
-    from frame_mlir.passes.pipeline import run_pipeline
-
-    hook = print_ir_after_all_hook(sys.stderr) if print_ir_after_all else None
-    if stage in STAGE_NAMES:
-        run_pipeline(module, lr, stop_after=stage, after_pass=hook, options=options)
-        out.write(ir_text(module) + "\n")
-        return
-    run_pipeline(module, lr, after_pass=hook, options=options)
-    from frame_mlir.backend.llvm.jit import jit_compile
-    from frame_mlir.backend.llvm.translate import to_llvm_text
-
-    text = to_llvm_text(module)
-    if stage == "llvm-ir":
-        out.write(text)
-        return
-    jit = jit_compile(text)
-    out.write(jit.optimized_ir() if stage == "llvm-opt" else jit.asm())
 
 
 def print_ir_after_all_hook(out: TextIO):

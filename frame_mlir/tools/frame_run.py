@@ -98,7 +98,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from frame_mlir.tools.driver import (
             RUN_FILE_FLAGS,
             RunFiles,
-            emit_stage,
             flags_given,
             load_model,
             run_training,
@@ -110,6 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             nonneg_float,
             run_network,
         )
+        from frame_mlir.tools.stage_dump import emit_stage
 
         if args.emit_stage and args.print_predictions:
             parser.error("--print-predictions needs a training run; --emit-stage "

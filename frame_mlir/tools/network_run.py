@@ -568,7 +568,7 @@ def emit_network_stage(spec: NetworkSpec, stage: str, out: TextIO, *,
 
     from frame_mlir.frontend.network.lower import build_function
     from frame_mlir.runtime.distributed import current
-    from frame_mlir.tools.driver import emit_module_stage
+    from frame_mlir.tools.stage_dump import emit_module_stage
 
     job = current()
     if job is not None:  # one rank's share of the batch, as --data-parallel compiles it
