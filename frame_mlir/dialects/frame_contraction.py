@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, opt_prop_def
 
-from frame_mlir.dialects.frame import BinaryOp, Shape, ShapeError, _fmt, static_shape
+from frame_mlir.dialects.frame_base import BinaryOp, Shape, ShapeError, _fmt, static_shape
 from frame_mlir.dialects.linalg_utils import PAR, RED, dims_map
 from frame_mlir.dialects.linalg_utils import accumulator_type as _accumulator_type
 from frame_mlir.dialects.linalg_utils import result_type as _result_type

@@ -43,7 +43,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def
 
-from frame_mlir.dialects.frame import (
+from frame_mlir.dialects.frame_base import (
     BinaryOp,
     DeclaredShape,
     Shape,

@@ -27,7 +27,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, prop_def
 from xdsl.utils.exceptions import VerifyException
 
-from frame_mlir.dialects.frame import (
+from frame_mlir.dialects.frame_base import (
     BinaryOp,
     BroadcastingBinaryOp,
     ConstantOp,

@@ -38,7 +38,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import base, irdl_op_definition, operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
-from frame_mlir.dialects.frame import (
+from frame_mlir.dialects.frame_base import (
     FLOAT_TYPES,
     AnyF32Tensor,
     DeclaredShape,

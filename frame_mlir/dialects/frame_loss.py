@@ -55,8 +55,8 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.irdl import base, irdl_op_definition, operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
-from frame_mlir.dialects import frame as _frame
-from frame_mlir.dialects.frame import (
+from frame_mlir.dialects import frame_base as _frame
+from frame_mlir.dialects.frame_base import (
     FLOAT_TYPES,
     AnyF32Tensor,
     BinaryOp,
@@ -66,6 +66,7 @@ from frame_mlir.dialects.frame import (
     _fmt,
     static_shape,
 )
+from frame_mlir.dialects.frame_elementwise import NegOp
 
 # The family this one builds on (frame.sum's f32 sums).
 from frame_mlir.dialects.frame_reduce import sum_axes, sum_into
@@ -307,7 +308,7 @@ def _vjp_mse_loss(emit: Callable[[Operation], SSAValue], op: Any, dy: SSAValue,
                   need: Sequence[bool]) -> Adjoints:
     dp = emit(MseLossGradOp(op.lhs, op.rhs, dy))
     # d/dt (p - t)^2 = -(d/dp): reuse dp rather than a second gradient kernel.
-    return [dp if need[0] else None, emit(_frame.NegOp(dp)) if need[1] else None]
+    return [dp if need[0] else None, emit(NegOp(dp)) if need[1] else None]
 
 
 def _vjp_nll_loss(emit: Callable[[Operation], SSAValue], op: Any, dy: SSAValue,

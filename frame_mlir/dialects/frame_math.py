@@ -22,13 +22,14 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, prop_def
 from xdsl.utils.exceptions import VerifyException
 
-from frame_mlir.dialects import frame as _frame
-from frame_mlir.dialects.frame import (
+from frame_mlir.dialects import frame_base as _frame
+from frame_mlir.dialects.frame_base import (
     BroadcastingBinaryOp,
     ElementwiseBinaryOp,
     UnaryOp,
     _f32_text,
 )
+from frame_mlir.dialects.frame_elementwise import MulOp, NegOp, ScaleOp, SubOp
 from frame_mlir.dialects.linalg_utils import f32_const as _c
 
 
@@ -273,7 +274,7 @@ Adjoints = list[SSAValue | None]
 
 
 def _vjp_exp(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
-    return [emit(_frame.MulOp(dy, op.result))]  # d e^x = e^x
+    return [emit(MulOp(dy, op.result))]  # d e^x = e^x
 
 
 def _vjp_log(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
@@ -282,13 +283,13 @@ def _vjp_log(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoint
 
 def _vjp_sqrt(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
     # d sqrt x = 1 / (2 y) (torch's sqrt_backward: grad / (2 * result)).
-    return [emit(DivOp(dy, emit(_frame.ScaleOp(op.result, 2.0))))]
+    return [emit(DivOp(dy, emit(ScaleOp(op.result, 2.0))))]
 
 
 def _vjp_tanh(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
     y = op.result  # d tanh = 1 - y^2 (torch's tanh_backward: dy * (1 - y * y))
     one = emit(_frame.ConstantOp(1.0, result_type=y.type))
-    return [emit(_frame.MulOp(dy, emit(_frame.SubOp(one, emit(_frame.MulOp(y, y))))))]
+    return [emit(MulOp(dy, emit(SubOp(one, emit(MulOp(y, y))))))]
 
 
 def _vjp_abs(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
@@ -323,8 +324,8 @@ def _vjp_div(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoint
     from frame_mlir.dialects.frame_reduce import reduce_to
     a, b = op.lhs, op.rhs  # d(a/b) = da / b - a db / b^2 (torch: -dy * a / (b * b))
     da = reduce_to(emit, emit(DivOp(dy, b)), a) if need[0] else None
-    db = reduce_to(emit, emit(_frame.NegOp(emit(DivOp(emit(_frame.MulOp(dy, a)),
-                                                      emit(_frame.MulOp(b, b)))))), b) \
+    db = reduce_to(emit, emit(NegOp(emit(DivOp(emit(MulOp(dy, a)),
+                                                      emit(MulOp(b, b)))))), b) \
         if need[1] else None
     return [da, db]
 

@@ -29,8 +29,8 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def, result_def, var_operand_def
 
-from frame_mlir.dialects import frame as _frame
-from frame_mlir.dialects.frame import (
+from frame_mlir.dialects import frame_base as _frame
+from frame_mlir.dialects.frame_base import (
     AnyF32Tensor,
     DeclaredShape,
     FrameOp,

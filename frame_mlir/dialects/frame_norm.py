@@ -36,8 +36,9 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
-from frame_mlir.dialects import frame as _frame
-from frame_mlir.dialects.frame import AnyF32Tensor, FrameOp, Shape, ShapeError, _fmt
+from frame_mlir.dialects import frame_base as _frame
+from frame_mlir.dialects.frame_base import AnyF32Tensor, FrameOp, Shape, ShapeError, _fmt
+from frame_mlir.dialects.frame_reduce import SumOp
 from frame_mlir.dialects.ir_utils import fail
 from frame_mlir.dialects.linalg_utils import (
     PAR,
@@ -396,7 +397,7 @@ def _vjp_layer_norm(emit: Callable[[Operation], SSAValue], op: Any, dy: SSAValue
     rank = len(_frame.static_shape(op.input) or ())
     dx = emit(LayerNormGradOp(op.input, op.gamma, dy, eps, 0)) if need[0] else None
     dg = emit(LayerNormGradOp(op.input, op.gamma, dy, eps, 1)) if need[1] else None
-    db = emit(_frame.SumOp(dy, list(range(rank - 1)))) if need[2] and rank > 1 else \
+    db = emit(SumOp(dy, list(range(rank - 1)))) if need[2] and rank > 1 else \
         (dy if need[2] else None)
     return [dx, dg, db]
 
@@ -412,7 +413,7 @@ def _vjp_batch_norm(emit: Callable[[Operation], SSAValue], op: Any, dy: SSAValue
     eps, axis = op.eps.value.data, op.axis_value()
     dx = emit(BatchNormGradOp(op.input, op.gamma, dy, eps, 0, axis)) if need[0] else None
     dg = emit(BatchNormGradOp(op.input, op.gamma, dy, eps, 1, axis)) if need[1] else None
-    db = emit(_frame.SumOp(dy, _others(op))) if need[2] else None
+    db = emit(SumOp(dy, _others(op))) if need[2] else None
     return [dx, dg, db]
 
 
@@ -428,7 +429,7 @@ def _vjp_batch_norm_inference(emit: Callable[[Operation], SSAValue], op: Any, dy
     args = (op.input, op.gamma, op.mean, op.var, dy)
     dx = emit(BatchNormInferenceGradOp(*args, eps, 0, axis)) if need[0] else None
     dg = emit(BatchNormInferenceGradOp(*args, eps, 1, axis)) if need[1] else None
-    db = emit(_frame.SumOp(dy, _others(op))) if need[2] else None
+    db = emit(SumOp(dy, _others(op))) if need[2] else None
     return [dx, dg, db, None, None]
 
 

@@ -62,7 +62,7 @@ from xdsl.irdl import (
     result_def,
 )
 
-from frame_mlir.dialects.frame import (
+from frame_mlir.dialects.frame_base import (
     AnyF32Tensor,
     DeclaredShape,
     FrameOp,

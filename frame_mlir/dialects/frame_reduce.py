@@ -55,8 +55,8 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
-from frame_mlir.dialects import frame as _frame
-from frame_mlir.dialects.frame import (
+from frame_mlir.dialects import frame_base as _frame
+from frame_mlir.dialects.frame_base import (
     AnyF32Tensor,
     BinaryOp,
     BroadcastingBinaryOp,
@@ -70,12 +70,12 @@ from frame_mlir.dialects.frame import (
     broadcast_rule,
     check_axes,
     declared_shape,
+    ops,
     reduced_shape,
     static_shape,
 )
 
 # The families this one builds on (neither needs this one at import time).
-from frame_mlir.dialects.frame_math import DivOp
 from frame_mlir.dialects.frame_movement import ReshapeOp
 from frame_mlir.dialects.linalg_utils import (
     PAR,
@@ -376,7 +376,8 @@ def _vjp_mean(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoin
     n = prod(shape[a] for a in op.reduced_axes(len(shape)))
     count = emit(_frame.ConstantOp(float(n), result_type=_frame.tensor_type(
         (), _frame.element_type(dy))))
-    scaled = emit(DivOp(unkeep(emit, op, dy), count))
+    # ops.DivOp: frame_math imports this family (its gradients sum), so not imported.
+    scaled = emit(ops.DivOp(unkeep(emit, op, dy), count))
     return [emit(BroadcastOp(scaled, op.input.type, op.axes_list()))]
 
 

@@ -13,8 +13,9 @@ one row); the rest are invariants, passed whole at every step. `@step` is an ord
 frame function `(carry, rows..., invariants...) -> carry` of the same module, compiled
 once; a frontend packs several states into one carry (concat / slice).
 
-The VJP (`_vjp_scan`) is another scan, in reverse, over `@<step>_vjp`, a function this
-file derives from `@step` with the VJP table: its carry packs the carry's adjoint with
+The VJP (`_vjp_scan`) is another scan, in reverse, over `@<step>_vjp`, a function
+frame-autodiff derives from `@step` with the VJP table (`step_vjp_function`, passed to
+the rule: `STEP_VJP_RULES`): its carry packs the carry's adjoint with
 the step's adjoints of its rows and invariants (each flattened), the invariants'
 gradients are then summed over the steps. The lowering lives with the bufferizer
 (`frame-bufferize` gives the scan a result buffer and the step's arena a slot in the
@@ -58,8 +59,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from frame_mlir.dialects import frame as _frame
-from frame_mlir.dialects.frame import (
+from frame_mlir.dialects import frame_base as _frame
+from frame_mlir.dialects.frame_base import (
     AnyF32Tensor,
     FrameOp,
     Shape,
@@ -67,6 +68,8 @@ from frame_mlir.dialects.frame import (
     _fmt,
     same_shape_rule,
 )
+from frame_mlir.dialects.frame_movement import ConcatOp, ReshapeOp, SliceOp
+from frame_mlir.dialects.frame_reduce import SumOp
 from frame_mlir.dialects.linalg_utils import PAR, RED, identity_map
 from frame_mlir.dialects.linalg_utils import result_type as _result_type
 
@@ -228,12 +231,6 @@ Adjoints = list[SSAValue | None]
 Emit = Callable[[Operation], SSAValue]
 
 
-def _flat(emit: Emit, v: SSAValue) -> SSAValue:
-    shape = _frame.static_shape(v) or ()
-    return emit(_frame.ReshapeOp(v, _frame.tensor_type((prod(shape),),
-                                                       _frame.element_type(v))))
-
-
 def _module_of(op: Operation) -> builtin.ModuleOp:
     top = op.get_toplevel_object()
     if not isinstance(top, builtin.ModuleOp):
@@ -242,57 +239,14 @@ def _module_of(op: Operation) -> builtin.ModuleOp:
     return top
 
 
-def step_vjp_function(step: func.FuncOp, name: str, n_rows: int) -> tuple[func.FuncOp, list[int]]:
-    """`@name(packed, carry, rows..., dy_row, invariants...) -> packed'`: one reverse
-    step, in the scan's argument order (carry, rows, invariants) with the carry
-    `packed` = [d carry, d rows..., d invariants...] flattened and concatenated and
-    the step's carry and the output's adjoint dy as rows. Only the d carry part of
-    `packed` is read (the adjoint arriving from step t+1), to which dy_row is added;
-    the result packs this step's adjoints. Also returns the packed sizes."""
-    from frame_mlir.nn.graph import Graph
-    from frame_mlir.passes.frame_autodiff import reverse_sweep
-
-    arg_types = list(step.function_type.inputs.data)
-    carry_t = step.function_type.outputs.data[0]
-    sizes = [prod(_frame.static_shape(t) or ()) for t in arg_types]
-    g = Graph(name)
-
-    def arg(t: Any, hint: str) -> SSAValue:
-        return g.add_input(_frame.static_shape(t) or (), hint, elem=_frame.element_type(t))
-    packed = g.add_input((sum(sizes),), "packed", elem=_frame.element_type(carry_t))
-    args = [arg(t, f"a{i}") for i, t in enumerate(arg_types[:1 + n_rows])]
-    dy = arg(carry_t, "dy")
-    args += [arg(t, f"a{i}") for i, t in enumerate(arg_types[1 + n_rows:], 1 + n_rows)]
-    # The step's body, inlined on the arguments.
-    mapping: dict[SSAValue, SSAValue] = dict(zip(step.body.blocks[0].args, args, strict=True))
-    ops: list[Operation] = []
-    ret = step.body.blocks[0].last_op
-    assert isinstance(ret, func.ReturnOp)
-    for o in step.body.blocks[0].ops:
-        if o is ret:
-            continue
-        clone = o.clone(value_mapper=mapping)
-        clone.attributes.pop("frame.stage", None)  # the VJP step is one stage of its own
-        g.emit(clone)
-        for old, new in zip(o.results, clone.results, strict=True):
-            mapping[old] = new
-        ops.append(clone)
-    out = mapping.get(ret.operands[0], ret.operands[0])
-    d_carry_in = g.emit(_frame.ReshapeOp(g.emit(_frame.SliceOp(packed, 0, 0, sizes[0])),
-                                         carry_t))
-    seed = g.emit(_frame.AddOp(d_carry_in, dy))
-    adjoint = reverse_sweep(g.emit, ops, args, {out: seed}, f"{name}")
-    parts = []
-    for a in args:
-        adj = adjoint.get(a)
-        if adj is None:
-            adj = g.emit(_frame.ConstantOp(0.0, result_type=a.type))
-        parts.append(_flat(g.emit, adj))
-    result = parts[0] if len(parts) == 1 else g.emit(_frame.ConcatOp(parts, 0))
-    return g.finish([result]), sizes
+#: `step_vjp(step, name, n_rows)`: the VJP of a step function as a function (and the
+#: packed sizes), which frame-autodiff (`passes/frame_autodiff.py`) provides: it runs
+#: the VJP table on the step's body, a pass's service the dialect cannot import.
+StepVjp = Callable[[func.FuncOp, str, int], tuple[func.FuncOp, list[int]]]
 
 
-def _vjp_scan(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoints:
+def _vjp_scan(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool],
+              step_vjp: StepVjp) -> Adjoints:
     if op.reverse is not None:
         raise VerifyException("frame.scan: a reverse scan has no gradient rule")
     module = _module_of(op)
@@ -301,7 +255,7 @@ def _vjp_scan(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoin
     name = f"{op.body.root_reference.data}_vjp"
     vjp = SymbolTable.lookup_symbol(module, name)
     if vjp is None:
-        vjp, _ = step_vjp_function(step, name, op.num_sequences.value.data)
+        vjp, _ = step_vjp(step, name, op.num_sequences.value.data)
         Rewriter.insert_op(vjp, InsertPoint.after(step))
     assert isinstance(vjp, func.FuncOp)
     init, seqs, invs = op.parts()
@@ -309,10 +263,10 @@ def _vjp_scan(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoin
     arg_types = list(step.function_type.inputs.data)
     sizes = [prod(_frame.static_shape(t) or ()) for t in arg_types]
     # The carry each step started from: init, then the stacked carries but the last.
-    first = emit(_frame.ReshapeOp(init, _frame.tensor_type(
+    first = emit(ReshapeOp(init, _frame.tensor_type(
         (1, *(_frame.static_shape(init) or ())), _frame.element_type(init))))
-    prev = first if length == 1 else emit(_frame.ConcatOp(
-        [first, emit(_frame.SliceOp(op.result, 0, 0, length - 1))], 0))
+    prev = first if length == 1 else emit(ConcatOp(
+        [first, emit(SliceOp(op.result, 0, 0, length - 1))], 0))
     zeros = emit(_frame.ConstantOp(0.0, result_type=_frame.tensor_type(
         (sum(sizes),), _frame.element_type(init))))
     packed = emit(ScanOp(vjp.sym_name.data, zeros, [prev, *seqs, dy], invs, length,
@@ -329,14 +283,14 @@ def _vjp_scan(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool]) -> Adjoin
         shape = _frame.static_shape(v) or ()
         elem = _frame.element_type(v)
         if i == 0:  # d init: what the first step passed back
-            row = emit(_frame.SliceOp(emit(_frame.SliceOp(packed, 0, 0, 1)), 1, lo, hi))
-            out.append(emit(_frame.ReshapeOp(row, _frame.tensor_type(shape, elem))))
+            row = emit(SliceOp(emit(SliceOp(packed, 0, 0, 1)), 1, lo, hi))
+            out.append(emit(ReshapeOp(row, _frame.tensor_type(shape, elem))))
         elif i <= len(seqs):  # d sequence: one row per step
-            rows = emit(_frame.SliceOp(packed, 1, lo, hi))
-            out.append(emit(_frame.ReshapeOp(rows, _frame.tensor_type(shape, elem))))
+            rows = emit(SliceOp(packed, 1, lo, hi))
+            out.append(emit(ReshapeOp(rows, _frame.tensor_type(shape, elem))))
         else:  # d invariant: summed over the steps
-            total = emit(_frame.SumOp(emit(_frame.SliceOp(packed, 1, lo, hi)), [0]))
-            out.append(emit(_frame.ReshapeOp(total, _frame.tensor_type(shape, elem))))
+            total = emit(SumOp(emit(SliceOp(packed, 1, lo, hi)), [0]))
+            out.append(emit(ReshapeOp(total, _frame.tensor_type(shape, elem))))
     return out
 
 
@@ -346,7 +300,12 @@ def _vjp_selective_scan(emit: Emit, op: Any, dy: SSAValue, need: Sequence[bool])
 
 
 VJP_RULES: dict[type[Operation], Callable[..., Adjoints]] = {
-    ScanOp: _vjp_scan, SelectiveScanOp: _vjp_selective_scan}
+    SelectiveScanOp: _vjp_selective_scan}
+
+#: Higher-order VJP rules: called as `rule(emit, op, dy, need, step_vjp)`, they
+#: differentiate the op's step function through frame-autodiff's `step_vjp`. The rule
+#: stays here, with the op; only the recursion into autodiff is passed in.
+STEP_VJP_RULES: dict[type[Operation], Callable[..., Adjoints]] = {ScanOp: _vjp_scan}
 
 
 # --- lowerings (selective_scan; frame-bufferize and frame-lower-scan lower frame.scan) ---

@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import IntegerAttr, TensorType, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, prop_def
 
-from frame_mlir.dialects.frame import BinaryOp, Shape, ShapeError, UnaryOp, same_shape_rule
+from frame_mlir.dialects.frame_base import BinaryOp, Shape, ShapeError, UnaryOp, same_shape_rule
 from frame_mlir.dialects.linalg_utils import (
     PAR,
     add_combine,

@@ -62,7 +62,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.irdl import irdl_op_definition, prop_def
 from xdsl.utils.exceptions import VerifyException
 
-from frame_mlir.dialects.frame import Shape, ShapeError, UnaryOp, _fmt, static_shape
+from frame_mlir.dialects.frame_base import Shape, ShapeError, UnaryOp, _fmt, static_shape
 from frame_mlir.dialects.linalg_utils import PAR, RED, dims_map, identity_map
 from frame_mlir.dialects.linalg_utils import f32_const as _c
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
@@ -29,8 +30,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from frame_mlir.dialects import frame
+from frame_mlir.nn.graph import Graph
 from frame_mlir.passes.common import fail, update_function_type
-from frame_mlir.passes.vjp_rules import VJP_RULES
+from frame_mlir.passes.vjp_rules import STEP_VJP_RULES, VJP_RULES
 
 #: Functions carrying one of these are not differentiated: gradients and train
 #: steps already are, and `frame.inference` marks forward-only functions.
@@ -175,9 +177,12 @@ def reverse_sweep(emit: Callable[[Operation], SSAValue], forward_ops: Sequence[O
         if isinstance(layer := o.attributes.get(LAYER), builtin.StringAttr):
             provenance[LAYER] = layer
         rule = VJP_RULES.get(type(o))
-        if rule is None:
+        if rule is not None:
+            grads = rule(emit, o, adjoint[o.results[0]], need)
+        elif (step_rule := STEP_VJP_RULES.get(type(o))) is not None:
+            grads = step_rule(emit, o, adjoint[o.results[0]], need, step_vjp_function)
+        else:
             raise fail(pass_name, o, f"no gradient rule for {o.name}", fn_name)
-        grads = rule(emit, o, adjoint[o.results[0]], need)
         for value, g in zip(o.operands, grads, strict=True):
             if g is None or value not in active:
                 continue
@@ -185,3 +190,58 @@ def reverse_sweep(emit: Callable[[Operation], SSAValue], forward_ops: Sequence[O
                 g = emit(frame.AddOp(adjoint[value], g))
             adjoint[value] = g
     return adjoint
+
+
+# --- the VJP of a scan's step function (frame.scan's rule calls it: STEP_VJP_RULES) ---
+
+
+def _flat(emit: Callable[[Operation], SSAValue], v: SSAValue) -> SSAValue:
+    shape = frame.static_shape(v) or ()
+    return emit(frame.ReshapeOp(v, frame.tensor_type((prod(shape),), frame.element_type(v))))
+
+
+def step_vjp_function(step: func.FuncOp, name: str, n_rows: int) -> tuple[func.FuncOp, list[int]]:
+    """`@name(packed, carry, rows..., dy_row, invariants...) -> packed'`: one reverse
+    step, in the scan's argument order (carry, rows, invariants) with the carry
+    `packed` = [d carry, d rows..., d invariants...] flattened and concatenated and
+    the step's carry and the output's adjoint dy as rows. Only the d carry part of
+    `packed` is read (the adjoint arriving from step t+1), to which dy_row is added;
+    the result packs this step's adjoints. Also returns the packed sizes."""
+    arg_types = list(step.function_type.inputs.data)
+    carry_t = step.function_type.outputs.data[0]
+    sizes = [prod(frame.static_shape(t) or ()) for t in arg_types]
+    g = Graph(name)
+
+    def arg(t: Any, hint: str) -> SSAValue:
+        return g.add_input(frame.static_shape(t) or (), hint, elem=frame.element_type(t))
+    packed = g.add_input((sum(sizes),), "packed", elem=frame.element_type(carry_t))
+    args = [arg(t, f"a{i}") for i, t in enumerate(arg_types[:1 + n_rows])]
+    dy = arg(carry_t, "dy")
+    args += [arg(t, f"a{i}") for i, t in enumerate(arg_types[1 + n_rows:], 1 + n_rows)]
+    # The step's body, inlined on the arguments.
+    mapping: dict[SSAValue, SSAValue] = dict(zip(step.body.blocks[0].args, args, strict=True))
+    ops: list[Operation] = []
+    ret = step.body.blocks[0].last_op
+    assert isinstance(ret, func.ReturnOp)
+    for o in step.body.blocks[0].ops:
+        if o is ret:
+            continue
+        clone = o.clone(value_mapper=mapping)
+        clone.attributes.pop("frame.stage", None)  # the VJP step is one stage of its own
+        g.emit(clone)
+        for old, new in zip(o.results, clone.results, strict=True):
+            mapping[old] = new
+        ops.append(clone)
+    out = mapping.get(ret.operands[0], ret.operands[0])
+    d_carry_in = g.emit(frame.ReshapeOp(g.emit(frame.SliceOp(packed, 0, 0, sizes[0])),
+                                         carry_t))
+    seed = g.emit(frame.AddOp(d_carry_in, dy))
+    adjoint = reverse_sweep(g.emit, ops, args, {out: seed}, f"{name}")
+    parts = []
+    for a in args:
+        adj = adjoint.get(a)
+        if adj is None:
+            adj = g.emit(frame.ConstantOp(0.0, result_type=a.type))
+        parts.append(_flat(g.emit, adj))
+    result = parts[0] if len(parts) == 1 else g.emit(frame.ConcatOp(parts, 0))
+    return g.finish([result]), sizes

@@ -32,3 +32,9 @@ VjpRule = Callable[[Emitter, Operation, SSAValue, Sequence[bool]], Adjoints]
 VJP_RULES: dict[type[Operation], VjpRule] = {
     **_CORE_RULES,
     **{op: rule for family in FAMILIES for op, rule in family.VJP_RULES.items()}}
+
+#: The higher-order rules (`frame.scan`): `rule(emit, op, dy, need, step_vjp)`, where
+#: frame-autodiff passes `step_vjp`, its differentiation of the op's step function.
+STEP_VJP_RULES: dict[type[Operation], Callable[..., list[SSAValue | None]]] = {
+    op: rule for family in FAMILIES
+    for op, rule in getattr(family, "STEP_VJP_RULES", {}).items()}
