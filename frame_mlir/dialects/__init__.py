@@ -1,7 +1,7 @@
 """The project's dialects: `frame` (tensor ops with value semantics) and `frame_rt`."""
 
-# `frame` first: it imports its op families (`frame_math`), which build on its base
-# classes, so a family module imported on its own still finds them complete.
+# `frame` first: it imports every op family and fills `frame_base.ops` (the op classes
+# by name, for VJP rules); importing any module of this package runs this first.
 from frame_mlir.dialects import (
     frame,  # noqa: F401
     xdsl_lexer_fix,
