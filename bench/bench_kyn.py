@@ -85,7 +85,7 @@ def frame_kyn() -> list[str]:
     if script.exists():
         return [str(script)]
     found = shutil.which("frame-kyn")
-    return [found] if found else [sys.executable, "-m", "frame_mlir.kyn.cli"]
+    return [found] if found else [sys.executable, "-m", "frame_mlir.tools.frame_kyn"]
 
 
 def one_thread_env() -> dict[str, str]:
@@ -482,7 +482,7 @@ def bench_validate(runner: Runner, work: Path, runs: int, profile: bool) -> Vali
                          stdout=(out.strip() + ("\n" + err.strip() if err.strip() else "")))
     if profile or not res.ok:
         _, _, err = runner.run([sys.executable, "-X", "importtime", "-m",
-                                "frame_mlir.kyn.cli", "validate", str(main)], cwd=folder)
+                                "frame_mlir.tools.frame_kyn", "validate", str(main)], cwd=folder)
         rows, total = parse_importtime(err)
         res.importtime, res.importtime_total_s = rows, total
     return res
@@ -498,7 +498,7 @@ def print_validate(res: ValidateResult, top: int) -> None:
           f"< {VALIDATE_SECONDS:g} | {'ok' if res.ok else 'MISS'} |")
     if not res.importtime:
         return
-    print(f"\n`python -X importtime -m frame_mlir.kyn.cli validate`: imports total "
+    print(f"\n`python -X importtime -m frame_mlir.tools.frame_kyn validate`: imports total "
           f"{res.importtime_total_s:.3f} s.\nTop-level imports by cumulative time:\n")
     print("| module | cumulative ms | self ms |")
     print("|---|---|---|")

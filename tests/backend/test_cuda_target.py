@@ -104,7 +104,7 @@ def test_every_kyn_example_assembles(path: Path) -> None:
     """`frame-kyn train --target cuda --emit-stage=ptx`: the training step, evaluation
     and optimizer functions (whose batches differ: inputs of one name but another size
     get slots of their own) as one PTX module."""
-    r = subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", "train", str(path),
+    r = subprocess.run([sys.executable, "-m", "frame_mlir.tools.frame_kyn", "train", str(path),
                         "--target", "cuda", "--emit-stage=ptx"],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -345,7 +345,7 @@ def test_kyn_training_on_the_emulator_matches_the_cpu(tmp_path: Path) -> None:
     device prints the CPU's lines."""
     outs = []
     for target in ("cuda-emulator", "cpu"):
-        r = subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", "train",
+        r = subprocess.run([sys.executable, "-m", "frame_mlir.tools.frame_kyn", "train",
                             str(ROOT / "testdata" / "kyn" / "iris.kyn"), "--target", target,
                             "--out-dir", str(tmp_path / target)],
                            capture_output=True, text=True, cwd=ROOT, timeout=300)
@@ -376,7 +376,7 @@ def test_cli_target_errors_are_clear() -> None:
     spec = str(ROOT / "testdata" / "tiny_mlp.json")
     r = _frame_run(spec, "--emit-stage=ptx")
     assert r.returncode == 1 and "TGT-001 at --emit-stage" in r.stderr
-    kyn = subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", "train",
+    kyn = subprocess.run([sys.executable, "-m", "frame_mlir.tools.frame_kyn", "train",
                           str(KYN[0]), "--emit-stage=nvvm"], capture_output=True, text=True,
                          cwd=ROOT, timeout=300)
     assert kyn.returncode == 1 and "add --target cuda" in kyn.stderr and not kyn.stdout
@@ -398,7 +398,7 @@ def test_cli_without_a_gpu_names_what_is_missing() -> None:
         assert r.returncode == 1, r.stderr
         assert r.stderr.startswith("frame-run: error: CUDA-00"), r.stderr
         assert "Traceback" not in r.stderr and r.stdout == ""
-    r = subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", "train", str(KYN[0]),
+    r = subprocess.run([sys.executable, "-m", "frame_mlir.tools.frame_kyn", "train", str(KYN[0]),
                         "--target", "cuda"], capture_output=True, text=True, cwd=ROOT,
                        timeout=300)
     assert r.returncode == 1 and r.stderr.startswith("frame-kyn: error: CUDA-00"), r.stderr
@@ -476,7 +476,7 @@ def test_gpu_network_and_kyn_training_match_the_cpu(tmp_path: Path) -> None:
     _same_run(dev.stdout, cpu.stdout, rtol=1e-5)
     outs = []
     for target in ("cuda", "cpu"):
-        r = subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", "train",
+        r = subprocess.run([sys.executable, "-m", "frame_mlir.tools.frame_kyn", "train",
                             str(ROOT / "testdata" / "kyn" / "iris.kyn"), "--target", target,
                             "--out-dir", str(tmp_path / target)],
                            capture_output=True, text=True, cwd=ROOT, timeout=300)

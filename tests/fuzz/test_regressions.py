@@ -235,7 +235,7 @@ def test_layer_norm_eps_checked_in_float32(eps: float) -> None:
 # the kyn campaign's acceptance property (a `no-rule` refusal; issue 30 item 3).
 def test_kyn_csv_path_with_nul_is_a_rule(tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    from frame_mlir.kyn.cli import main
+    from frame_mlir.tools.frame_kyn import main
 
     src = (REPO / "testdata" / "kyn" / "iris.kyn").read_text()
     prog = tmp_path / "p.kyn"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from frame_mlir.kyn.cli import main
+from frame_mlir.tools.frame_kyn import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "testdata" / "kyn"
@@ -94,7 +94,7 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def build_help(cmd: str) -> None:
-    from frame_mlir.kyn.cli import build_parser
+    from frame_mlir.tools.frame_kyn import build_parser
 
     build_parser().parse_args([cmd, "--help"])
 
@@ -242,7 +242,7 @@ def test_python_m_format_is_frame_kyn_fmt(tmp_path: Path) -> None:
 
 
 def main_output(argv: list[str]) -> str:
-    r = subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", *argv],
+    r = subprocess.run([sys.executable, "-m", "frame_mlir.tools.frame_kyn", *argv],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return r.stdout

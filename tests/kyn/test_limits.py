@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from frame_mlir.kyn.cli import main
 from frame_mlir.kyn.pipeline import analyze
 from frame_mlir.kyn.vocab import MAX_EPOCHS, MAX_STEPS
+from frame_mlir.tools.frame_kyn import main
 from tests.kyn.test_validate import only, program, run, value_at, where
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -247,7 +247,7 @@ def _fifo(tmp_path: Path, name: str = "pipe") -> Path:
 
 def _cli_subprocess(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """In a process of its own: a reader that blocks on a FIFO must not hang the tests."""
-    return subprocess.run([sys.executable, "-m", "frame_mlir.kyn.cli", *argv], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "frame_mlir.tools.frame_kyn", *argv], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -194,7 +194,7 @@ def test_timing_flag_of_dslc_and_kyn(tool: str, tmp_path: Path) -> None:
     if tool == "frame-dslc":
         args = ["frame_mlir.tools.frame_dslc", "--run", str(TINY), "--no-cache", "--timing"]
     else:
-        args = ["frame_mlir.kyn.cli", "train", str(ROOT / "testdata/kyn/iris.kyn"),
+        args = ["frame_mlir.tools.frame_kyn", "train", str(ROOT / "testdata/kyn/iris.kyn"),
                 "--quiet", "--no-cache", "--timing", "--out-dir", str(tmp_path)]
     r = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True,
                        cwd=tmp_path, timeout=300)

@@ -33,7 +33,7 @@ TOOLS: dict[str, tuple[str, str]] = {
     "frame-dslc": ("frame_mlir.tools.frame_dslc", "main"),
     "frame-run": ("frame_mlir.tools.frame_run", "main"),
     "frame-opt": ("frame_mlir.tools.frame_opt", "main"),
-    "frame-kyn": ("frame_mlir.kyn.cli", "main"),
+    "frame-kyn": ("frame_mlir.tools.frame_kyn", "main"),
 }
 MAX_TEXT = 20000  # of each captured stream: enough for a traceback, bounded for pickling
 
