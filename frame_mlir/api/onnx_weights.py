@@ -25,6 +25,8 @@ import numpy as np
 
 from frame_mlir.api.tensor import STORAGE, DType, Tensor
 from frame_mlir.fileio import open_regular
+from frame_mlir.protobuf import len_field as _len_field
+from frame_mlir.protobuf import varint_field as _varint_field
 
 __all__ = ["load_onnx_weights", "save_onnx_weights"]
 
@@ -56,26 +58,6 @@ _MAX_FIELD = (1 << 29) - 1
 
 
 # --------------------------------------------------------------------------- encoding
-
-
-def _varint(value: int) -> bytes:
-    """The base-128 varint encoding of a non-negative integer."""
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if not value:
-            out.append(byte)
-            return bytes(out)
-        out.append(byte | 0x80)
-
-
-def _varint_field(field: int, value: int) -> bytes:
-    return _varint(field << 3 | _VARINT) + _varint(value)
-
-
-def _len_field(field: int, payload: bytes) -> bytes:
-    return _varint(field << 3 | _LEN) + _varint(len(payload)) + payload
 
 
 def _check_path(path: object, who: str) -> str:

@@ -35,10 +35,12 @@ from typing import IO, Any
 
 import numpy as np
 
-from frame_mlir.api.onnx_weights import _len_field, _varint, _varint_field
 from frame_mlir.fileio import atomic_write_stream
 from frame_mlir.kyn.errors import KynCodegenError, KynDiagnostic
 from frame_mlir.kyn.module import ExportSpec, LayerSpec, ModelSpec
+from frame_mlir.protobuf import len_field as _len_field
+from frame_mlir.protobuf import varint as _varint
+from frame_mlir.protobuf import varint_field as _varint_field
 
 __all__ = [
     "FORMATS",

@@ -30,7 +30,7 @@ LOCK_VERSION = 1
 
 
 def version() -> str:
-    from frame_mlir.tools.version import package_version
+    from frame_mlir.version import package_version
 
     return package_version("frame-mlir")
 

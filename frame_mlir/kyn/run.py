@@ -124,7 +124,7 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
     )
     from frame_mlir.runtime.checkpoint import Checkpoint, digest
     from frame_mlir.runtime.executable import ENV_CACHE
-    from frame_mlir.tools.progress import progress
+    from frame_mlir.runtime.progress import progress
 
     out = stdout or sys.stdout
     err = stderr or sys.stderr

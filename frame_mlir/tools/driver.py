@@ -47,9 +47,9 @@ if TYPE_CHECKING:  # xDSL loads only where IR is built: a cached run never needs
 
     from frame_mlir.compile_options import CompileOptions
     from frame_mlir.frontend.network.loader import NetworkSpec
+    from frame_mlir.runtime.progress import Progress
     from frame_mlir.runtime.random import InitialValues
     from frame_mlir.runtime.trainer import CompiledSpec, Session
-    from frame_mlir.tools.progress import Progress
 
 
 def ir_text(module: ModuleOp) -> str:
@@ -557,6 +557,7 @@ def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = Fal
     A loss that stops being finite is reported on stderr as a warning by `tool`; the
     exit status stays 0, since the run did what the spec asked.
     """
+    from frame_mlir.runtime.progress import progress
     from frame_mlir.runtime.trainer import (
         ENV_CACHE,
         CompiledSpec,
@@ -564,7 +565,6 @@ def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = Fal
         check_host_memory,
         logged_steps,
     )
-    from frame_mlir.tools.progress import progress
 
     t_start = time.perf_counter()
     files = files or RunFiles()
@@ -611,7 +611,7 @@ def finish_run(out: TextIO, spec: ModelSpec, files: RunFiles, losses: np.ndarray
                compiled: CompiledSpec, train_seconds: float, t_start: float, tool: str) -> None:
     """The end of a v0 run: the loss plot (`--plot`), and on a terminal the summary
     line (compile seconds, steps/s)."""
-    from frame_mlir.tools.progress import is_tty, summary_line
+    from frame_mlir.runtime.progress import is_tty, summary_line
 
     if files.plot is not None:
         from frame_mlir.tools.plot import plot_losses

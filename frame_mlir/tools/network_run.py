@@ -209,9 +209,9 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     from frame_mlir.network.model import Network
     from frame_mlir.runtime import distributed
     from frame_mlir.runtime.checkpoint import digest
+    from frame_mlir.runtime.progress import progress, summary_line
     from frame_mlir.tools.dp_run import checkpoint_path
     from frame_mlir.tools.driver import check_input_path, check_output_path, format_loss
-    from frame_mlir.tools.progress import progress, summary_line
 
     if args.data is None:
         raise ValueError("a network needs training data: --data FILE.npz or --data digits")

@@ -7,16 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-
-def package_version(name: str) -> str:
-    """The installed version of `name`, or "unknown" (run from a source tree)."""
-    # Imported here: importlib.metadata costs ~17 ms, a twentieth of a warm frame-run.
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "unknown"
+from frame_mlir.version import package_version
 
 
 def version_text(tool: str) -> str:

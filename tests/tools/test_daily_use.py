@@ -406,7 +406,7 @@ def test_terminal_gets_a_bar_and_a_summary_stdout_the_same(
 
 
 def test_summary_line() -> None:
-    from frame_mlir.tools.progress import summary_line
+    from frame_mlir.runtime.progress import summary_line
 
     assert summary_line("frame-run", "m", 1.25, 300, 0.5, 2.0) == (
         "frame-run: m: compiled in 1.2 s, 300 steps in 0.5 s (600.0 steps/s), 2.0 s in all\n")

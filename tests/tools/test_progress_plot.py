@@ -1,4 +1,4 @@
-"""frame_mlir.tools.progress (a tqdm bar only on a TTY) and frame_mlir.tools.plot (PNG curves)."""
+"""frame_mlir.runtime.progress (a tqdm bar only on a TTY) and frame_mlir.tools.plot (PNG curves)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from frame_mlir.runtime.progress import Progress, progress
 from frame_mlir.tools.plot import PlotError, plot_curves
-from frame_mlir.tools.progress import Progress, progress
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
