@@ -70,7 +70,7 @@ def cpu_model() -> str:
 
 def host_lines() -> list[str]:
     """What the figures depend on: the CPU, the JIT's view of it, and g++'s tuning."""
-    from frame_mlir.backend.host import host_info
+    from frame_mlir.target.host import host_info
 
     info = host_info()
     cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or "c++"

@@ -794,7 +794,7 @@ def main() -> int:
 
     from peak import measure_peak
 
-    from frame_mlir.backend.host import host_info
+    from frame_mlir.target.host import host_info
 
     info = host_info()
     print(f"host: {info.cpu} ({info.arch}), {info.cores} cores available, "

@@ -508,7 +508,7 @@ def main() -> int:
     import importlib.util
 
     use_jax = not args.no_jax and importlib.util.find_spec("jax") is not None
-    from frame_mlir.backend.host import host_info
+    from frame_mlir.target.host import host_info
 
     info = host_info()
     print(f"host: {info.cpu} ({info.arch}), {info.cores} cores; {versions()}")

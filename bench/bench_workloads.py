@@ -111,7 +111,7 @@ LENET_BATCH, LENET_LR = 64, 0.01
 #: Targets of issue 9.
 W4_PEAK_FRACTION, W3_VS_TORCH, W2_VS_JAX, W1_VS_SCAN = 0.85, 0.8, 0.8, 0.2
 THREAD_SPEEDUP, WARM_LAUNCH_S, COLD_LAUNCH_S, CPP_VS_JIT = 1.7, 0.3, 1.0, 1.2
-THREADS_ENV = "FRAME_NUM_THREADS"  # frame_mlir.backend.host.THREADS_ENV
+THREADS_ENV = "FRAME_NUM_THREADS"  # frame_mlir.target.host.THREADS_ENV
 
 
 # -- the workloads ---------------------------------------------------------------------
@@ -874,7 +874,7 @@ def main() -> int:
 
     from peak import measure_peak
 
-    from frame_mlir.backend.host import host_info
+    from frame_mlir.target.host import host_info
 
     info = host_info()
     print(f"host: {info.cpu} ({info.arch}), {info.cores} cores available, "

@@ -36,8 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from frame_mlir.backend.host import host_info  # noqa: E402
 from frame_mlir.backend.llvm.jit import JitModule, jit_compile  # noqa: E402
+from frame_mlir.target.host import host_info  # noqa: E402
 
 #: Independent accumulator chains of the IR's default (see the module docstring).
 ACCUMULATORS = 16

@@ -32,9 +32,9 @@ class CompileOptions:
 
     `threads` is how many threads the step's kernels are split over (results are
     bit-identical for every count; None: `FRAME_NUM_THREADS`, else the cores available
-    to the process, see `frame_mlir.backend.host.default_threads`); `f32_lanes` the
+    to the process, see `frame_mlir.target.host.default_threads`); `f32_lanes` the
     vector width of generated kernels (None: the host's widest, see
-    `frame_mlir.backend.host`). Part of a compiled object's identity (the compile
+    `frame_mlir.target.host`). Part of a compiled object's identity (the compile
     cache keys on `resolved()`).
     """
 
@@ -70,6 +70,6 @@ class CompileOptions:
             out = replace(out, profile=env_flag(ENV_PROFILE))
         if out.threads is not None:
             return out
-        from frame_mlir.backend.host import default_threads
+        from frame_mlir.target.host import default_threads
 
         return replace(out, threads=default_threads())

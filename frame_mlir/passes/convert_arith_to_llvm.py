@@ -24,7 +24,6 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.utils.exceptions import PassFailedException
 
-from frame_mlir.backend.op_tables import OP_TABLE
 from frame_mlir.passes.arith_expand_bf16 import bf16_round_bits
 from frame_mlir.passes.llvm_common import (
     cast_back,
@@ -37,6 +36,7 @@ from frame_mlir.passes.llvm_common import (
     table_rule,
     to_llvm_all,
 )
+from frame_mlir.target.op_tables import OP_TABLE
 
 Rule = Callable[[Operation, PatternRewriter], None]
 

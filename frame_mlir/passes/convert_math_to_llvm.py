@@ -1,4 +1,4 @@
-"""convert-math-to-llvm: lower `math` ops to LLVM intrinsics (from `backend/op_tables.py`)."""
+"""convert-math-to-llvm: lower `math` ops to LLVM intrinsics (from `target/op_tables.py`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
-from frame_mlir.backend.op_tables import OP_TABLE
 from frame_mlir.passes.llvm_common import (
     erase_dead_casts,
     intrinsic_suffix,
@@ -23,6 +22,7 @@ from frame_mlir.passes.llvm_common import (
     table_rule,
     to_llvm_all,
 )
+from frame_mlir.target.op_tables import OP_TABLE
 
 Rule = Callable[[Operation, PatternRewriter], None]
 

@@ -50,7 +50,7 @@ Options: `lanes` (L: f32 lanes of the widest vector register), `acc` (vector reg
 for accumulators), `l1`/`l2` (cache bytes, for the block sizes), `threads` (tasks),
 `min_task_macs` (multiply-adds per thread, `gemm_threads`), `min_flops` (smaller
 contractions stay with the plain loops). The pipeline sets them
-from the host (`frame_mlir.backend.host`); lit tests set them explicitly.
+from the host (`frame_mlir.target.host`); lit tests set them explicitly.
 
 An epilogue runs per MR x NR tile right after the tile's last k block when what one
 index of the outer dims touches of C and its operands fits in half of L2 (they stay

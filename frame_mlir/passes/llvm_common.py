@@ -51,7 +51,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from frame_mlir.backend.op_tables import OpRow
+from frame_mlir.target.op_tables import OpRow
 
 INDEX_BITWIDTH = 64
 """Bit width `index` lowers to (the host is a 64-bit target)."""
@@ -368,7 +368,7 @@ def not_lowered(pass_name: str, op: Operation, why: str) -> PassFailedException:
 
 
 def table_rule(row: OpRow) -> Callable[[Operation, PatternRewriter], None]:
-    """The lowering of an op of `backend.op_tables.OP_TABLE` from its row.
+    """The lowering of an op of `target.op_tables.OP_TABLE` from its row.
 
     An intrinsic is called by its type-mangled name (`llvm.exp.f32`) with
     `llvm.call_intrinsic` rather than xDSL's `llvm.intr.*` ops: their llvmlite

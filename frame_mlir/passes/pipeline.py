@@ -92,14 +92,14 @@ def vector_lanes(options: CompileOptions | None = None) -> int:
     width (`backend/cpp/cmake.py`), so the two cannot disagree."""
     if options is not None and options.f32_lanes:
         return options.f32_lanes
-    from frame_mlir.backend.host import host_info
+    from frame_mlir.target.host import host_info
 
     return host_info().f32_lanes
 
 
 def gemm_pass(options: CompileOptions) -> FrameGemm:
     """`frame-gemm` with block sizes and vector width for the host (or `options`)."""
-    from frame_mlir.backend.host import host_info
+    from frame_mlir.target.host import host_info
 
     host = host_info()
     return FrameGemm(lanes=vector_lanes(options),
@@ -356,3 +356,21 @@ def run_pipeline(module: ModuleOp, lr: float | None, *, stop_after: str | None =
     run_passes(ctx or make_context(), module, passes, hook, verify_each=verify_each,
                stage_of=names.__getitem__)
     return module
+
+
+def gpu_stage_passes() -> list[ModulePass]:
+    """The passes of the `gpu` stage, from bufferized IR: kernels outlined, their dims
+    collapsed, mapped onto grids (frame-gpu-map), index maps as arith, bf16 as
+    integer ops (as for the CPU), and the host functions put on one device arena."""
+    from xdsl.transforms.canonicalize import CanonicalizePass
+    from xdsl.transforms.lower_affine import LowerAffinePass
+
+    from frame_mlir.passes.arith_expand import ArithExpand
+    from frame_mlir.passes.arith_expand_bf16 import ArithExpandBf16
+    from frame_mlir.passes.frame_collapse_dims import FrameCollapseDims
+    from frame_mlir.passes.frame_gpu_host import FrameGpuHost
+    from frame_mlir.passes.frame_gpu_map import FrameGpuMap
+    from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
+
+    return [FrameOutlineKernels(), FrameCollapseDims(), FrameGpuMap(), LowerAffinePass(),
+            ArithExpand(), ArithExpandBf16(), FrameGpuHost(), CanonicalizePass()]

@@ -196,7 +196,7 @@ class FrameToGpu(StagePipeline):
     name = "frame-to-gpu"
 
     def expand(self) -> list[ModulePass]:
-        from frame_mlir.backend.cuda.compile import gpu_stage_passes
+        from frame_mlir.passes.pipeline import gpu_stage_passes
 
         cpu = FramePipeline(lr=self.lr, sgd=self.sgd, threads=self.threads,
                             stop_after="bufferized")

@@ -143,8 +143,8 @@ class Job:
         ranks: two ranks of two threads each on two cores would only contend)."""
         import os
 
-        from frame_mlir.backend.host import THREADS_ENV
         from frame_mlir.compile_options import CompileOptions
+        from frame_mlir.target.host import THREADS_ENV
 
         options = options or CompileOptions()
         threads = options.threads

@@ -77,8 +77,8 @@ def spec_cache_material(spec: ModelSpec, opt_level: int,
     for run_time_only in ("steps", "log_every"):
         doc["training"].pop(run_time_only)
     if options is None:
-        from frame_mlir.backend.host import default_threads
         from frame_mlir.compile_options import ENV_PROFILE, env_flag
+        from frame_mlir.target.host import default_threads
 
         opts: Any = {"default": True, "threads": default_threads()}
         if env_flag(ENV_PROFILE):  # what `CompileOptions()` resolves to

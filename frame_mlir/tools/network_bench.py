@@ -121,10 +121,10 @@ def run_benchmark(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
                   print_ir_after_all: bool = False) -> int:
     """Compile `spec`, then time `warmup` + `steps` train and test iterations on one
     random batch and print the module docstring's lines; returns the exit status."""
-    from frame_mlir.backend.host import default_threads
     from frame_mlir.frontend.network.data import InputDecl, random_feed
     from frame_mlir.frontend.network.lower import label_classes
     from frame_mlir.network.model import Network
+    from frame_mlir.target.host import default_threads
     from frame_mlir.tools.network_run import load_network_weights, network_solver
 
     solver = network_solver(args)

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 def thread_count(text: str) -> int:
     """argparse type of `--threads`: a positive integer (a usage error otherwise)."""
-    from frame_mlir.backend.host import thread_count as parse
+    from frame_mlir.target.host import thread_count as parse
 
     try:
         return parse(text)

@@ -248,7 +248,7 @@ def test_builds_prefer_the_generators_vector_width(binaries: dict[str, Path]) ->
     """The program's vectors are as wide as frame-gemm's (the host's lanes when the
     options do not say): its build asks the compiler for that width wherever the
     compiler takes the flag, so its tuning for the host cannot split them."""
-    from frame_mlir.backend.host import host_info
+    from frame_mlir.target.host import host_info
 
     assert CXX is not None
     bits = 32 * vector_lanes()

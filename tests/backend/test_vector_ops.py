@@ -36,11 +36,11 @@ from frame_mlir.backend.cpp.cmake import (
     prefer_vector_width_flags,
 )
 from frame_mlir.backend.cpp.emitter import CppEmitError, emit_module
-from frame_mlir.backend.host import host_info
 from frame_mlir.backend.llvm.jit import JitModule, _ensure_initialized, jit_compile, optimize
 from frame_mlir.backend.llvm.translate import to_llvm_text
 from frame_mlir.passes.lower_to_llvm import LoweringError, lower_loops_to_llvm
 from frame_mlir.passes.pipeline import CompileOptions, make_context
+from frame_mlir.target.host import host_info
 
 CXX = shutil.which("g++") or shutil.which("c++")
 needs_cxx = pytest.mark.skipif(CXX is None, reason="a C++ compiler is needed")

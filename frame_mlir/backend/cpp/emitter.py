@@ -16,7 +16,7 @@ How the IR maps to C++:
   element is a `_Float16`, LLVM's `half` (converted to and from f32 only: one
   correctly rounded conversion in both backends);
 * the arith / math ops that are one operation in both backends are written from the
-  table the LLVM lowering uses too (`backend/op_tables.py`): the C++ operator or
+  table the LLVM lowering uses too (`target/op_tables.py`): the C++ operator or
   `<cmath>` function of each (which calls the libm function the JIT's intrinsic
   becomes);
 * a private function (an outlined kernel) is `static`, and its pointer parameters are
@@ -77,8 +77,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from frame_mlir.backend.cpp.thread_pool import POOL_HELPER, POOL_INCLUDES
-from frame_mlir.backend.op_tables import OP_TABLE, OpRow
 from frame_mlir.dialects.frame_rt import ParallelForOp, RowOp
+from frame_mlir.target.op_tables import OP_TABLE, OpRow
 
 __all__ = [
     "EMIT_RULES",
@@ -1215,7 +1215,7 @@ def _emit_constant(em: CppEmitter, op: Operation) -> None:
 
 
 def _table_rule(row: OpRow) -> EmitRule:
-    """The emission of an op of `backend.op_tables.OP_TABLE` from its row: the operator
+    """The emission of an op of `target.op_tables.OP_TABLE` from its row: the operator
     or function the JIT's lowering matches (one IEEE operation, or the same libm call)."""
 
     def rule(em: CppEmitter, op: Operation) -> None:

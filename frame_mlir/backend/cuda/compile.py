@@ -21,26 +21,9 @@ from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp
 from xdsl.passes import ModulePass
 
 from frame_mlir.compile_options import CompileOptions
+from frame_mlir.passes.pipeline import gpu_stage_passes
 from frame_mlir.passes.stages import CUDA_STAGES
 from frame_mlir.runtime.executable import FunctionSignature
-
-
-def gpu_stage_passes() -> list[ModulePass]:
-    """The passes of the `gpu` stage, from bufferized IR: kernels outlined, their dims
-    collapsed, mapped onto grids (frame-gpu-map), index maps as arith, bf16 as
-    integer ops (as for the CPU), and the host functions put on one device arena."""
-    from xdsl.transforms.canonicalize import CanonicalizePass
-    from xdsl.transforms.lower_affine import LowerAffinePass
-
-    from frame_mlir.passes.arith_expand import ArithExpand
-    from frame_mlir.passes.arith_expand_bf16 import ArithExpandBf16
-    from frame_mlir.passes.frame_collapse_dims import FrameCollapseDims
-    from frame_mlir.passes.frame_gpu_host import FrameGpuHost
-    from frame_mlir.passes.frame_gpu_map import FrameGpuMap
-    from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
-
-    return [FrameOutlineKernels(), FrameCollapseDims(), FrameGpuMap(), LowerAffinePass(),
-            ArithExpand(), ArithExpandBf16(), FrameGpuHost(), CanonicalizePass()]
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ back costs milliseconds. These kinds of entries share one folder:
 Every key also covers the toolchain (`toolchain()`): a digest of the frame_mlir
 package's own files (so a changed compiler never loads an old object; it subsumes
 frame-mlir's version number), the xdsl, llvmlite and LLVM versions, and the host CPU
-as `frame_mlir.backend.host` describes it (triple, CPU name, features, caches), since
+as `frame_mlir.target.host` describes it (triple, CPU name, features, caches), since
 objects are compiled for that CPU.
 
 Where and how much: `platformdirs.user_cache_dir("frame-mlir")`, or `$FRAME_CACHE_DIR`;
@@ -169,7 +169,7 @@ def toolchain() -> dict[str, Any]:
     import llvmlite
     import llvmlite.binding as llvm
 
-    from frame_mlir.backend.host import host_info
+    from frame_mlir.target.host import host_info
 
     host = host_info()
     return {

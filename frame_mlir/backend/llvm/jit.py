@@ -79,7 +79,7 @@ def compile_jobs() -> int:
     """How many units `compile_ir` compiles at once: `$FRAME_COMPILE_JOBS` (a positive
     integer), else the cores this process may run on. Raises ValueError naming the
     variable for anything else: a typo should not silently mean one job."""
-    from frame_mlir.backend.host import available_cores, thread_count
+    from frame_mlir.target.host import available_cores, thread_count
 
     text = os.environ.get(ENV_JOBS, "").strip()
     if not text:

@@ -2,14 +2,14 @@
 optimization pipelines, and the loading of our hand-written runtime modules.
 
 It sits below both the JIT (`jit.py`) and the runtimes that the JIT's code calls
-(`parallel_runtime.py`, `profile_runtime.py`), and `backend/host.py` asks it for an
-initialized LLVM to read the host's CPU features: none of them imports the JIT.
+(`parallel_runtime.py`, `profile_runtime.py`): neither imports the JIT. LLVM's one-time
+initialization lives in `target/host.py`, which needs it to read the host's CPU
+features; it is re-exported here.
 """
 
 from __future__ import annotations
 
 import ctypes
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,35 +17,10 @@ from functools import lru_cache
 import llvmlite.binding as llvm
 
 from frame_mlir.backend.llvm.split import ROLE_ENTRY, ROLE_GEMM, ROLE_KERNEL, ROLE_MICRO
+from frame_mlir.target.host import X86_TUNING, ensure_initialized, init_lock
 
-#: Guards the one-time initialization below, and the JIT's swap of llvmlite's lock.
-init_lock = threading.Lock()
-_initialized = False
-
-
-def ensure_initialized() -> None:
-    """Initialize LLVM's native target once per process.
-
-    llvmlite >= 0.45 initializes the core itself (`llvm.initialize()` now raises); only
-    the native target, asm printer and asm parser still need explicit calls.
-    """
-    global _initialized
-    with init_lock:
-        if _initialized:
-            return
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        llvm.initialize_native_asmparser()
-        _initialized = True
-
-
-X86_TUNING = "+prefer-no-gather,+prefer-no-scatter"
-"""Tuning features added on x86: no vector gathers or scatters where LLVM has a choice.
-Our kernels' innermost loops are often short and constant (an image row, a 3 x 3
-window): LLVM unrolls them fully, then vectorizes the next loop out with gathers and
-scatters at the row stride, where the straight-line copies the unrolling left would
-have become contiguous vector moves (SLP). On a Zen 5 core a convolution's im2col
-scatter-add (col2im) ran 3x slower that way, and ResNet-18's training step 1.35x."""
+__all__ = ["UNIT_PIPELINES", "X86_TUNING", "UnitPipeline", "ensure_initialized", "host_cpu",
+           "host_target_machine", "init_lock", "load_runtime", "optimize", "unit_pipeline"]
 
 
 @lru_cache(maxsize=1)

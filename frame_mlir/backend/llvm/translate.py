@@ -39,7 +39,7 @@ class _FunctionAttributes(FunctionAttributes):
 def host_vector_bits() -> int | None:
     """The vector width generated code should use on this host: 512 with AVX-512F, None
     (LLVM's default) otherwise."""
-    from frame_mlir.backend.host import host_info
+    from frame_mlir.target.host import host_info
 
     info = host_info()
     return info.vector_bits if "avx512f" in info.features else None
