@@ -36,11 +36,11 @@ from frame_mlir.backend.cpp.cmake import (
     prefer_vector_width_flags,
 )
 from frame_mlir.backend.cpp.emitter import CppEmitError, emit_module
-from frame_mlir.backend.llvm.jit import JitModule, _ensure_initialized, jit_compile, optimize
+from frame_mlir.backend.llvm.jit import JitModule, jit_compile, optimize
 from frame_mlir.backend.llvm.translate import to_llvm_text
 from frame_mlir.passes.lower_to_llvm import LoweringError, lower_loops_to_llvm
 from frame_mlir.passes.pipeline import CompileOptions, make_context
-from frame_mlir.target.host import host_info
+from frame_mlir.target.host import ensure_initialized, host_info
 
 CXX = shutil.which("g++") or shutil.which("c++")
 needs_cxx = pytest.mark.skipif(CXX is None, reason="a C++ compiler is needed")
@@ -504,7 +504,7 @@ def test_cpp_rejects_vector_ops_without_a_vector_rule() -> None:
 
 def _fma_widths(llvm_ir: str, cpu: str) -> tuple[int, int]:
     """(zmm, ymm) vector FMAs in the code LLVM O3 generates for `cpu` (nothing runs)."""
-    _ensure_initialized()
+    ensure_initialized()
     tm = llvm.Target.from_default_triple().create_target_machine(cpu=cpu, features="",
                                                                  opt=3)
     mod = llvm.parse_assembly(llvm_ir)

@@ -44,10 +44,8 @@ import llvmlite.binding as llvm
 
 from frame_mlir import timing
 from frame_mlir.backend.llvm.machine import (
-    ensure_initialized,
     host_cpu,
     host_target_machine,
-    init_lock,
     optimize,
     unit_pipeline,
 )
@@ -66,14 +64,13 @@ from frame_mlir.backend.llvm.split import (
     split_module,
 )
 from frame_mlir.compile_options import ENV_COMPILE_JOBS, env_flag
+from frame_mlir.target.host import ensure_initialized, init_lock
 
 if TYPE_CHECKING:
     from frame_mlir.backend.llvm.cache import CompileCache
 
 ENV_JOBS = ENV_COMPILE_JOBS
 
-#: The old private name (tests call it): LLVM's native target, initialized once.
-_ensure_initialized = ensure_initialized
 
 def compile_jobs() -> int:
     """How many units `compile_ir` compiles at once: `$FRAME_COMPILE_JOBS` (a positive

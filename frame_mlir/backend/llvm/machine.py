@@ -4,7 +4,7 @@ optimization pipelines, and the loading of our hand-written runtime modules.
 It sits below both the JIT (`jit.py`) and the runtimes that the JIT's code calls
 (`parallel_runtime.py`, `profile_runtime.py`): neither imports the JIT. LLVM's one-time
 initialization lives in `target/host.py`, which needs it to read the host's CPU
-features; it is re-exported here.
+features.
 """
 
 from __future__ import annotations
@@ -17,10 +17,7 @@ from functools import lru_cache
 import llvmlite.binding as llvm
 
 from frame_mlir.backend.llvm.split import ROLE_ENTRY, ROLE_GEMM, ROLE_KERNEL, ROLE_MICRO
-from frame_mlir.target.host import X86_TUNING, ensure_initialized, init_lock
-
-__all__ = ["UNIT_PIPELINES", "X86_TUNING", "UnitPipeline", "ensure_initialized", "host_cpu",
-           "host_target_machine", "init_lock", "load_runtime", "optimize", "unit_pipeline"]
+from frame_mlir.target.host import X86_TUNING, ensure_initialized
 
 
 @lru_cache(maxsize=1)
