@@ -217,17 +217,17 @@ def frame_imports() -> None:
 
     import frame  # noqa: F401
     import frame_mlir.backend.llvm.jit  # noqa: F401
+    import frame_mlir.frontends.spec.trainer  # noqa: F401
     import frame_mlir.network  # noqa: F401
     import frame_mlir.passes.pipeline  # noqa: F401
     import frame_mlir.runtime.executable  # noqa: F401
-    import frame_mlir.runtime.trainer  # noqa: F401
 
 
 def frame_compile(key: str, lr: float) -> None:
     """Build and compile `key` as its front end does for training."""
     if key in SPEC_FILES or key in MLPS:
-        from frame_mlir.frontend.spec_v0 import parse_spec
-        from frame_mlir.runtime.trainer import CompiledSpec
+        from frame_mlir.frontends.spec.spec_v0 import parse_spec
+        from frame_mlir.frontends.spec.trainer import CompiledSpec
 
         CompiledSpec(parse_spec(json.dumps(spec_doc(key, lr))))
     elif key == "W3":
@@ -276,8 +276,8 @@ def peer_problem(key: str) -> Any:
     """bench_workloads' Problem (data, initial parameters) of an MLP or LeNet."""
     from bench_workloads import Problem, make_problem, mlp_flops
 
-    from frame_mlir.frontend.spec_v0 import parse_spec
-    from frame_mlir.runtime.random import generate_initial_values
+    from frame_mlir.frontends.spec.initial_values import generate_initial_values
+    from frame_mlir.frontends.spec.spec_v0 import parse_spec
 
     if key in ("W1", "W2", "W3", "W4"):
         return make_problem(key)

@@ -62,9 +62,9 @@ def frame_spec_step(path: Path, target: str, steps: int, repeats: int) -> tuple[
     """(compile seconds, seconds per train step) of a v0 spec on the device."""
     from frame_mlir.backend.cuda.compile import compile_cuda
     from frame_mlir.backend.cuda.runtime import CudaSession
-    from frame_mlir.frontend.lower_spec import lower_spec
-    from frame_mlir.frontend.spec_v0 import load_spec
-    from frame_mlir.runtime.random import generate_initial_values
+    from frame_mlir.frontends.spec.initial_values import generate_initial_values
+    from frame_mlir.frontends.spec.lower import lower_spec
+    from frame_mlir.frontends.spec.spec_v0 import load_spec
 
     spec = load_spec(path)
     lowered = lower_spec(spec)
@@ -87,8 +87,8 @@ def torch_spec_step(path: Path, steps: int, repeats: int) -> float:
     """Seconds per train step of the same MLP in PyTorch CUDA eager (torch.optim.SGD)."""
     import torch
 
-    from frame_mlir.frontend.spec_v0 import load_spec
-    from frame_mlir.runtime.random import generate_initial_values
+    from frame_mlir.frontends.spec.initial_values import generate_initial_values
+    from frame_mlir.frontends.spec.spec_v0 import load_spec
 
     spec = load_spec(path)
     vals = generate_initial_values(spec)
@@ -124,7 +124,7 @@ def torch_spec_step(path: Path, steps: int, repeats: int) -> float:
 
 def matmul_flops(path: Path) -> int:
     """FLOPs of a v0 MLP train step's matmuls: forward, input and weight gradients."""
-    from frame_mlir.frontend.spec_v0 import load_spec
+    from frame_mlir.frontends.spec.spec_v0 import load_spec
 
     spec = load_spec(path)
     batch = spec.input.shape[0]
@@ -141,7 +141,7 @@ def lenet_frame(target: str, steps: int, repeats: int) -> tuple[float, float]:
 
     from frame_mlir.backend.cuda.compile import compile_cuda
     from frame_mlir.backend.cuda.runtime import CudaExecutable
-    from frame_mlir.frontend.network.lower import build_function
+    from frame_mlir.frontends.network.lower import build_function
     from frame_mlir.tools.driver import load_model
 
     with tempfile.TemporaryDirectory() as tmp:

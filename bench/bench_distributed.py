@@ -230,18 +230,18 @@ def exchanged_floats(path: str, kind: str) -> tuple[int, int]:
     v0 specs exchange their weights and the loss (the `[batch, out]` biases stay on
     their rank, frame_dp_split.py); networks every trainable parameter and the loss."""
     if kind == "v0":
-        from frame_mlir.frontend.spec_v0 import load_spec
+        from frame_mlir.frontends.spec.spec_v0 import load_spec
 
         spec = load_spec(ROOT / path)
         shared = sum(math.prod(layer.weight_shape) for layer in spec.layers)
         local = sum(math.prod(layer.bias_shape) for layer in spec.layers if layer.has_bias)
         return shared + 1, local
-    from frame_mlir.frontend.network.loader import load_network
-    from frame_mlir.frontend.network.lower import build_function
+    from frame_mlir.frontends.network.loader import load_network
+    from frame_mlir.frontends.network.lower import build_function
 
     net = load_network(ROOT / path)
     built = build_function(net, "train")
-    # frame_mlir/network/data_parallel.py: one segment per trainable parameter, loss
+    # frame_mlir/frontends/network/data_parallel.py: one segment per trainable parameter, loss
     # output and BatchNorm running statistic, each starting on a 64-byte boundary
     shapes = [p.shape for p in built.params if p.trainable]
     shapes += [(1,)] * len(net.losses)
@@ -262,8 +262,8 @@ def fmt_bytes(n: float) -> str:
 def _frame_single(args: argparse.Namespace) -> dict:
     """One process, `--threads` threads, the whole batch: frame-run's train loop."""
     from frame_mlir.compile_options import CompileOptions
-    from frame_mlir.frontend.spec_v0 import load_spec
-    from frame_mlir.runtime.trainer import CompiledSpec, Session
+    from frame_mlir.frontends.spec.spec_v0 import load_spec
+    from frame_mlir.frontends.spec.trainer import CompiledSpec, Session
 
     spec = load_spec(args.spec)
     compiled = CompiledSpec(spec, options=CompileOptions(threads=args.threads))
@@ -282,11 +282,11 @@ def _frame_dp(args: argparse.Namespace) -> dict | None:
     import numpy as np
 
     from frame_mlir.compile_options import CompileOptions
-    from frame_mlir.frontend.spec_v0 import load_spec
-    from frame_mlir.runtime.data_parallel import DpSession, local_spec
+    from frame_mlir.frontends.spec.data_parallel import DpSession, local_spec
+    from frame_mlir.frontends.spec.initial_values import generate_initial_values
+    from frame_mlir.frontends.spec.spec_v0 import load_spec
+    from frame_mlir.frontends.spec.trainer import CompiledSpec
     from frame_mlir.runtime.distributed import start
-    from frame_mlir.runtime.random import generate_initial_values
-    from frame_mlir.runtime.trainer import CompiledSpec
 
     job = start("bench_distributed", 600.0)
     spec = load_spec(args.spec)
@@ -407,7 +407,7 @@ class _TorchMlp:
     def build(spec, rank: int, ranks: int):
         import torch
 
-        from frame_mlir.runtime.random import generate_initial_values
+        from frame_mlir.frontends.spec.initial_values import generate_initial_values
 
         vals = generate_initial_values(spec)  # our initial values: the same model, data
         params = dict(vals.params)
@@ -447,7 +447,7 @@ def _torch(args: argparse.Namespace) -> dict | None:
     allreduced while backward runs)."""
     import torch
 
-    from frame_mlir.frontend.spec_v0 import load_spec
+    from frame_mlir.frontends.spec.spec_v0 import load_spec
 
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
@@ -509,10 +509,10 @@ def _step_times(args: argparse.Namespace) -> dict:
     import numpy as np
 
     from frame_mlir.compile_options import CompileOptions
-    from frame_mlir.frontend.spec_v0 import load_spec
+    from frame_mlir.frontends.spec.spec_v0 import load_spec
+    from frame_mlir.frontends.spec.trainer import CompiledSpec, Session
     from frame_mlir.network import SGD
     from frame_mlir.network import load as load_net
-    from frame_mlir.runtime.trainer import CompiledSpec, Session
 
     options = CompileOptions(threads=1)
     out = {}

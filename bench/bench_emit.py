@@ -47,11 +47,11 @@ from frame_mlir.backend.cpp.cmake import (  # noqa: E402
     prefer_vector_width_flags,
     target_name,
 )
-from frame_mlir.backend.cpp.program import emit_program  # noqa: E402
-from frame_mlir.frontend.spec import ModelSpec  # noqa: E402
-from frame_mlir.frontend.spec_v0 import load_spec  # noqa: E402
+from frame_mlir.frontends.spec.program import emit_program  # noqa: E402
+from frame_mlir.frontends.spec.spec import ModelSpec  # noqa: E402
+from frame_mlir.frontends.spec.spec_v0 import load_spec  # noqa: E402
+from frame_mlir.frontends.spec.trainer import CompiledSpec, Session  # noqa: E402
 from frame_mlir.passes.pipeline import vector_lanes  # noqa: E402
-from frame_mlir.runtime.trainer import CompiledSpec, Session  # noqa: E402
 from frame_mlir.tools.driver import run_training  # noqa: E402
 
 MODELS = ["tiny_mlp", "mnist_mlp", "wide_mlp"]

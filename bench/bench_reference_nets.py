@@ -96,7 +96,7 @@ def network(key: str, batch: int, size: int) -> dict[str, Any]:
 
 def batch_of(doc: dict[str, Any], seed: int = 0) -> dict[str, np.ndarray]:
     """frame-run --benchmark's random batch for `doc` (data.random_feed)."""
-    from frame_mlir.frontend.network.data import InputDecl, random_feed
+    from frame_mlir.frontends.network.data import InputDecl, random_feed
 
     decls = [InputDecl(i.get("name", "data"), tuple(i["shape"]), i.get("dtype", "float"))
              for i in doc["inputs"]]

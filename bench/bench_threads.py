@@ -49,8 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from frame_mlir.compile_options import CompileOptions  # noqa: E402
-from frame_mlir.frontend.spec_v0 import load_spec  # noqa: E402
-from frame_mlir.runtime.trainer import CompiledSpec, Session  # noqa: E402
+from frame_mlir.frontends.spec.spec_v0 import load_spec  # noqa: E402
+from frame_mlir.frontends.spec.trainer import CompiledSpec, Session  # noqa: E402
 
 
 def step_seconds(spec_path: str, threads: int, runs: int, steps: int) -> float:

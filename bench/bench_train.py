@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from frame_mlir.frontend.spec_v0 import load_spec  # noqa: E402
-from frame_mlir.runtime.random import generate_initial_values  # noqa: E402
-from frame_mlir.runtime.trainer import CompiledSpec, Session  # noqa: E402
+from frame_mlir.frontends.spec.initial_values import generate_initial_values  # noqa: E402
+from frame_mlir.frontends.spec.spec_v0 import load_spec  # noqa: E402
+from frame_mlir.frontends.spec.trainer import CompiledSpec, Session  # noqa: E402
 
 
 def best_per_step(step, n: int, repeats: int) -> float:

@@ -28,7 +28,7 @@ What is timed (steady state, best of N repeats, each repeat long enough to be ti
   API's public two-graph path, `build_backward_graph` + `build_sgd_update_graph` run
   through `Executable.run`, is two native calls plus copies of every input and output
   per step; it is not what is timed.) Threads reach W3 through `compile_module`'s
-  `options`, so `frame_mlir/api/graph.py` needed no change. Every in-process compile
+  `options`, so `frame_mlir/frontends/api/graph.py` needed no change. Every in-process compile
   passes `cache=None`: the figures time code compiled by this run's compiler.
 * frame-mlir's whole loop: N steps in one native call of `@<model>_train_loop`
   (frame-train-loop): W1/W2/W4 through the trainer's `Session.run(n)`, W3 by calling
@@ -95,9 +95,9 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
-from frame_mlir.frontend.spec import ModelSpec  # noqa: E402
-from frame_mlir.frontend.spec_v0 import load_spec  # noqa: E402
-from frame_mlir.runtime.random import generate_initial_values  # noqa: E402
+from frame_mlir.frontends.spec.initial_values import generate_initial_values  # noqa: E402
+from frame_mlir.frontends.spec.spec import ModelSpec  # noqa: E402
+from frame_mlir.frontends.spec.spec_v0 import load_spec  # noqa: E402
 
 WORKLOADS = ("W1", "W2", "W3", "W4")
 SPEC_FILES = {"W1": "tiny_mlp.json", "W2": "mnist_mlp.json", "W4": "wide_mlp.json"}
@@ -346,7 +346,7 @@ def loop_runner(executable: object, model: str, step_args: list[ctypes.c_void_p]
 def bench_frame(problem: Problem, threads: int, budget_s: float, repeats: int) -> FrameResult:
     """Compile `problem` for `threads` and time its step (and its whole loop)."""
     from frame_mlir.compile_options import CompileOptions
-    from frame_mlir.runtime.trainer import CompiledSpec, Session
+    from frame_mlir.frontends.spec.trainer import CompiledSpec, Session
 
     cached = False
     if problem.spec is None:
@@ -582,8 +582,8 @@ def jax_available() -> bool:
 
 LAUNCH_CHILD = """\
 import sys, time
-from frame_mlir.frontend.spec_v0 import load_spec
-from frame_mlir.runtime.trainer import CompiledSpec, Session
+from frame_mlir.frontends.spec.spec_v0 import load_spec
+from frame_mlir.frontends.spec.trainer import CompiledSpec, Session
 Session(CompiledSpec(load_spec(sys.argv[1]))).step()
 print(time.monotonic(), flush=True)
 """

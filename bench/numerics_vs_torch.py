@@ -32,9 +32,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from frame_mlir.frontend.spec_v0 import load_spec  # noqa: E402
-from frame_mlir.runtime.random import InitialValues, generate_initial_values  # noqa: E402
-from frame_mlir.runtime.trainer import CompiledSpec, Session, logged_steps  # noqa: E402
+from frame_mlir.frontends.spec.initial_values import InitialValues, generate_initial_values  # noqa: E402
+from frame_mlir.frontends.spec.spec_v0 import load_spec  # noqa: E402
+from frame_mlir.frontends.spec.trainer import CompiledSpec, Session, logged_steps  # noqa: E402
 
 
 def torch_loss(torch: Any, doc: dict[str, Any], x: Any, target: Any, params: dict[str, Any],

@@ -4,8 +4,9 @@ A plain Python module over frame-mlir's compiler (the sheet allows that): types,
 training, ONNX, and the nn and data symbols.
 """
 
-from frame_mlir.api.graph import Executable, Graph, Node, Value, compile  # noqa: A004
-from frame_mlir.api.nn import (
+from frame_mlir.frontends.api.data import DataLoader, DataLoaderOptions, TensorDataset
+from frame_mlir.frontends.api.graph import Executable, Graph, Node, Value, compile  # noqa: A004
+from frame_mlir.frontends.api.nn import (
     AvgPool2d,
     Conv1d,
     Conv2d,
@@ -19,7 +20,7 @@ from frame_mlir.api.nn import (
     Sigmoid,
     add_parameter_inputs,
 )
-from frame_mlir.api.nn_layers import (
+from frame_mlir.frontends.api.nn_layers import (
     AFF,
     LSTM,
     Dwt1d,
@@ -37,8 +38,8 @@ from frame_mlir.api.nn_layers import (
     SpectralConv1d,
     TransformerEncoderBlock,
 )
-from frame_mlir.api.onnx_weights import load_onnx_weights, save_onnx_weights
-from frame_mlir.api.ops import (  # noqa: A004
+from frame_mlir.frontends.api.onnx_weights import load_onnx_weights, save_onnx_weights
+from frame_mlir.frontends.api.ops import (  # noqa: A004
     add,
     constant,
     heaviside_surrogate,
@@ -51,9 +52,8 @@ from frame_mlir.api.ops import (  # noqa: A004
     square,
     sum,
 )
-from frame_mlir.api.tensor import Device, DType, Shape, Tensor, from_numpy
-from frame_mlir.api.training import build_backward_graph, build_sgd_update_graph
-from frame_mlir.data import DataLoader, DataLoaderOptions, TensorDataset
+from frame_mlir.frontends.api.tensor import Device, DType, Shape, Tensor, from_numpy
+from frame_mlir.frontends.api.training import build_backward_graph, build_sgd_update_graph
 
 float32 = DType.float32
 float16 = DType.float16

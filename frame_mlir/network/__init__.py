@@ -8,6 +8,6 @@
 See `docs/network-format.md`.
 """
 
-from frame_mlir.network.model import SGD, Adam, Network, NetworkWarning, Trainer, load
+from frame_mlir.frontends.network.model import SGD, Adam, Network, NetworkWarning, Trainer, load
 
 __all__ = ["SGD", "Adam", "Network", "NetworkWarning", "Trainer", "load"]

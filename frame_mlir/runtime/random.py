@@ -19,24 +19,19 @@ A C++ emitter must write this formula explicitly rather than call
 ``uniform_real_distribution``, because other standard libraries (libc++, MSVC) implement the
 distribution differently. Tensors are filled row-major, one draw per element.
 
-Draw order for a v0 spec (:func:`generate_initial_values`): the data input, then the target,
+Draw order for a v0 spec (:func:`frame_mlir.frontends.spec.initial_values.generate_initial_values`): the data input, then the target,
 then for each layer in order its weight and then its bias. Inline data consumes no draws.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from frame_mlir.frontend.spec import InlineInit, ModelSpec, TensorInit, UniformInit, numel
-
 __all__ = [
     "MT19937",
-    "InitialValues",
     "U32Source",
-    "generate_initial_values",
     "mt19937_init_state",
     "uniform_float32",
 ]
@@ -127,51 +122,3 @@ def _map_uniform(u: np.ndarray, lo: float, hi: float) -> np.ndarray:
     # Two separate float32 ops (multiply, then add) so nothing fuses: matches g++ without FMA.
     scaled = (c * width).astype(np.float32)
     return (scaled + lo32).astype(np.float32)
-
-
-@dataclass
-class InitialValues:
-    """All initial tensors of a spec run, float32, shaped.
-
-    ``params`` is in graph order ``[(fc1.weight, W1), (fc1.bias, b1), (fc2.weight, W2), ...]``.
-    """
-
-    inputs: dict[str, np.ndarray]
-    target: np.ndarray
-    params: list[tuple[str, np.ndarray]]
-
-    def param_dict(self) -> dict[str, np.ndarray]:
-        """``params`` as a name -> array mapping."""
-        return dict(self.params)
-
-
-def _tensor(engine: MT19937, init: TensorInit, shape: tuple[int, ...]) -> np.ndarray:
-    if isinstance(init, InlineInit):
-        return np.asarray(init.values, dtype=np.float32).reshape(shape)
-    assert isinstance(init, UniformInit)
-    return uniform_float32(engine, numel(shape), init.lo, init.hi).reshape(shape)
-
-
-def generate_initial_values(spec: ModelSpec) -> InitialValues:
-    """Draw every initial tensor of ``spec`` from one ``MT19937(spec.training.seed)``.
-
-    Order: data inputs, target, then per layer weight then bias; the same order the emitted
-    C++ uses, so both produce identical trajectories.
-    """
-    engine = MT19937(spec.training.seed)
-    inputs = {
-        inp.name: _tensor(engine, spec.data.inputs[inp.name], inp.shape) for inp in spec.inputs
-    }
-    target = _tensor(engine, spec.data.target, spec.loss.target_shape)
-    w_lo, w_hi = spec.data.weight_range
-    b_lo, b_hi = spec.data.bias_range
-    params: list[tuple[str, np.ndarray]] = []
-    for layer in spec.layers:
-        params.append(
-            (layer.weight_name, _tensor(engine, UniformInit(w_lo, w_hi), layer.weight_shape))
-        )
-        if layer.bias_shape is not None:
-            params.append(
-                (layer.bias_name, _tensor(engine, UniformInit(b_lo, b_hi), layer.bias_shape))
-            )
-    return InitialValues(inputs=inputs, target=target, params=params)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
     from frame_mlir.compile_options import CompileOptions
-    from frame_mlir.frontend.spec import ModelSpec
+    from frame_mlir.frontends.spec.spec import ModelSpec
 
 TARGETS = ("cpu", "cuda", "cuda-emulator")
 
@@ -82,8 +82,8 @@ def run_cuda_training(spec: ModelSpec, out: TextIO, *, target: str,
     from frame_mlir.backend.cuda.compile import CudaProgram, compile_cuda
     from frame_mlir.backend.cuda.driver import CudaDevice
     from frame_mlir.backend.cuda.runtime import CudaBackend, CudaSession, EmulatorBackend
-    from frame_mlir.frontend.lower_spec import lower_spec
-    from frame_mlir.runtime.trainer import logged_steps
+    from frame_mlir.frontends.spec.lower import lower_spec
+    from frame_mlir.frontends.spec.trainer import logged_steps
 
     files = files or RunFiles()
     if files.plot is not None:

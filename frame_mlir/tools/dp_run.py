@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from frame_mlir.compile_options import CompileOptions
-    from frame_mlir.frontend.spec import ModelSpec
+    from frame_mlir.frontends.spec.spec import ModelSpec
     from frame_mlir.runtime.distributed import Job
     from frame_mlir.tools.driver import RunFiles
 
@@ -93,7 +93,7 @@ def checkpoint_path(args: argparse.Namespace, model: str) -> str | None:
 def v0_run_digest(spec: ModelSpec, files: RunFiles) -> dict[str, Any]:
     """What makes two v0 runs the same run, but for the step count and logging (a run
     may be resumed with more steps): the spec and the files it reads."""
-    from frame_mlir.runtime.trainer import _plain
+    from frame_mlir.frontends.spec.trainer import _plain
 
     doc = _plain(spec)
     doc["training"].pop("steps")
@@ -129,14 +129,14 @@ def run_v0(spec: ModelSpec, out: TextIO, *, job: Job | None, files: RunFiles,
     lines one process prints, from rank 0."""
     import numpy as np
 
-    from frame_mlir.runtime.checkpoint import Checkpoint, check_arrays, digest
-    from frame_mlir.runtime.trainer import (
+    from frame_mlir.frontends.spec.trainer import (
         ENV_CACHE,
         CompiledSpec,
         Session,
         check_host_memory,
         logged_steps,
     )
+    from frame_mlir.runtime.checkpoint import Checkpoint, check_arrays, digest
     from frame_mlir.tools.driver import (
         check_run_outputs,
         finish_losses,
@@ -165,7 +165,7 @@ def run_v0(spec: ModelSpec, out: TextIO, *, job: Job | None, files: RunFiles,
 
         hook = print_ir_after_all_hook(sys.stderr)
     if job is not None:
-        from frame_mlir.runtime.data_parallel import local_spec
+        from frame_mlir.frontends.spec.data_parallel import local_spec
 
         compiled = CompiledSpec(local_spec(spec, job.size), after_pass=hook,
                                 options=job.compile_options(options), cache=cache)
@@ -175,7 +175,7 @@ def run_v0(spec: ModelSpec, out: TextIO, *, job: Job | None, files: RunFiles,
     check_host_memory(compiled)
     values = initial_values(spec, run_inputs)
     if job is not None:
-        from frame_mlir.runtime.data_parallel import DpSession
+        from frame_mlir.frontends.spec.data_parallel import DpSession
 
         session: Any = DpSession(compiled, values, job, spec)
     else:

@@ -38,18 +38,18 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
-from frame_mlir.frontend.errors import Diagnostic, SpecError
-from frame_mlir.frontend.spec import ModelSpec
+from frame_mlir.frontends.common.errors import Diagnostic, SpecError
+from frame_mlir.frontends.spec.spec import ModelSpec
 
 if TYPE_CHECKING:  # xDSL loads only where IR is built: a cached run never needs it
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.passes import ModulePass
 
     from frame_mlir.compile_options import CompileOptions
-    from frame_mlir.frontend.network.loader import NetworkSpec
+    from frame_mlir.frontends.network.loader import NetworkSpec
+    from frame_mlir.frontends.spec.initial_values import InitialValues
+    from frame_mlir.frontends.spec.trainer import CompiledSpec, Session
     from frame_mlir.runtime.progress import Progress
-    from frame_mlir.runtime.random import InitialValues
-    from frame_mlir.runtime.trainer import CompiledSpec, Session
 
 
 def ir_text(module: ModuleOp) -> str:
@@ -226,9 +226,10 @@ def load_model(path: str | Path, overrides: Mapping[str, str] | None = None, *,
         SpecError: the spec's diagnostics; an `OptionError` when an override breaks a
             rule (its diagnostics are reported at the option: `FE-000 at --lr: ...`).
     """
-    from frame_mlir.frontend.errors import make_pointer
-    from frame_mlir.frontend.network.loader import is_network_document, load_network_doc
-    from frame_mlir.frontend.spec_v0 import decode_document, read_document, spec_from_doc
+    from frame_mlir.frontends.common.errors import make_pointer
+    from frame_mlir.frontends.common.json_document import decode_document, read_document
+    from frame_mlir.frontends.network.loader import is_network_document, load_network_doc
+    from frame_mlir.frontends.spec.spec_v0 import spec_from_doc
 
     text, source = read_document(path)
     doc = decode_document(text, source, values=False)
@@ -404,8 +405,8 @@ def load_weights_file(path: str, spec: ModelSpec) -> dict[str, np.ndarray]:
     problems: list[Diagnostic] = []
     tensors: dict[str, np.ndarray] = {}
     if _is_onnx(path):
-        from frame_mlir.api.onnx_weights import load_onnx_weights
-        from frame_mlir.api.tensor import DType
+        from frame_mlir.frontends.api.onnx_weights import load_onnx_weights
+        from frame_mlir.frontends.api.tensor import DType
 
         try:
             loaded = load_onnx_weights(path)
@@ -420,7 +421,7 @@ def load_weights_file(path: str, spec: ModelSpec) -> dict[str, np.ndarray]:
             else:
                 tensors[name] = np.ascontiguousarray(t.numpy(), dtype=np.float32)
     else:
-        from frame_mlir.frontend.network.weights import WeightsError, load_weights
+        from frame_mlir.frontends.network.weights import WeightsError, load_weights
 
         try:
             tensors = load_weights(path)
@@ -470,9 +471,9 @@ def save_weights_file(path: str, params: Sequence[tuple[str, np.ndarray]]) -> No
     ONNX model of initializers; `.npz`, `.dlp`, `.h5`: the network weights writer);
     written atomically (a failed write leaves an existing file as it was)."""
     if _is_onnx(path):
-        from frame_mlir.api.onnx_weights import save_onnx_weights
-        from frame_mlir.api.tensor import from_numpy
         from frame_mlir.fileio import atomic_write
+        from frame_mlir.frontends.api.onnx_weights import save_onnx_weights
+        from frame_mlir.frontends.api.tensor import from_numpy
 
         tensors = {n: from_numpy(np.ascontiguousarray(a, dtype=np.float32)) for n, a in params}
         try:
@@ -482,7 +483,7 @@ def save_weights_file(path: str, params: Sequence[tuple[str, np.ndarray]]) -> No
             raise OptionError([Diagnostic("IO-001", path, "a writable file", why,
                                         f"cannot write the weights: {why}")]) from None
         return
-    from frame_mlir.frontend.network.weights import WeightsError, save_weights
+    from frame_mlir.frontends.network.weights import WeightsError, save_weights
 
     try:
         save_weights(path, dict(params))
@@ -524,7 +525,7 @@ def initial_values(spec: ModelSpec, inputs: RunInputs) -> InitialValues:
     """The spec's initial tensors, with `--data` replacing the data input and target and
     `--load-weights` the parameters. The random draws stay the spec's either way: the
     parameters of a run with `--data` are those of the run without it."""
-    from frame_mlir.runtime.random import generate_initial_values
+    from frame_mlir.frontends.spec.initial_values import generate_initial_values
 
     values = generate_initial_values(spec)
     if inputs.data is not None:
@@ -557,14 +558,14 @@ def run_training(spec: ModelSpec, out: TextIO, *, print_ir_after_all: bool = Fal
     A loss that stops being finite is reported on stderr as a warning by `tool`; the
     exit status stays 0, since the run did what the spec asked.
     """
-    from frame_mlir.runtime.progress import progress
-    from frame_mlir.runtime.trainer import (
+    from frame_mlir.frontends.spec.trainer import (
         ENV_CACHE,
         CompiledSpec,
         Session,
         check_host_memory,
         logged_steps,
     )
+    from frame_mlir.runtime.progress import progress
 
     t_start = time.perf_counter()
     files = files or RunFiles()

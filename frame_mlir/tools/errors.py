@@ -22,8 +22,8 @@ def describe(tool: str, e: BaseException) -> tuple[str, int] | None:
     from frame_mlir.backend.cuda.compile import CudaCompileError
     from frame_mlir.backend.cuda.driver import CudaError
     from frame_mlir.backend.cuda.ptx import PtxError
-    from frame_mlir.frontend.errors import SpecError
-    from frame_mlir.kyn.errors import KynError
+    from frame_mlir.frontends.common.errors import SpecError
+    from frame_mlir.frontends.kyn.errors import KynError
     from frame_mlir.passes.pipeline import PipelineError
     from frame_mlir.runtime.checkpoint import CheckpointError
     from frame_mlir.runtime.distributed import DistributedError

@@ -32,7 +32,7 @@ from frame_mlir.tools.threads import add_threads_argument, compile_options
 from frame_mlir.tools.version import VersionAction
 
 if TYPE_CHECKING:
-    from frame_mlir.frontend.network.loader import NetworkSpec
+    from frame_mlir.frontends.network.loader import NetworkSpec
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.emit and args.out == "-":
             build_parser().error("--out needs a directory (the program is two files), "
                                  "found '-'")
-        from frame_mlir.frontend.spec import ModelSpec
+        from frame_mlir.frontends.spec.spec import ModelSpec
         from frame_mlir.tools.driver import (
             OVERRIDE_FLAGS,
             RUN_FILE_FLAGS,
@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.emit:
             from pathlib import Path
 
-            from frame_mlir.backend.cpp.program import emit_program
+            from frame_mlir.frontends.spec.program import emit_program
 
             for path in emit_program(spec, Path(args.out),
                                      options=compile_options(args.threads)):
@@ -176,8 +176,8 @@ def _emit_network(spec: NetworkSpec, args: argparse.Namespace) -> int:
     that belong to a run are refused all at once (EMIT-001)."""
     from pathlib import Path
 
-    from frame_mlir.backend.cpp.network_program import emit_network_program
-    from frame_mlir.frontend.errors import Diagnostic
+    from frame_mlir.frontends.common.errors import Diagnostic
+    from frame_mlir.frontends.network.program import emit_network_program
     from frame_mlir.tools.driver import OptionError
     from frame_mlir.tools.network_run import RATE_RANGE, network_solver, nonneg_float
 

@@ -34,7 +34,7 @@ def _param_arg(p: argparse.ArgumentParser) -> None:
 
 def _seed(text: str) -> int:
     """`--seed`: an integer in [0, MAX_SEED], as train.seed (numpy's seeds are 32-bit)."""
-    from frame_mlir.kyn.vocab import MAX_SEED
+    from frame_mlir.frontends.kyn.vocab import MAX_SEED
 
     try:
         value = int(text)
@@ -136,8 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _load(path: str, params: list[str], warn: bool = True) -> Any:
     """The module of `path`; its warnings on stderr when `warn` (rank 0 of a job only:
     once per job, as one process prints them)."""
-    from frame_mlir.kyn.compose import parse_overrides
-    from frame_mlir.kyn.pipeline import load_module
+    from frame_mlir.frontends.kyn.compose import parse_overrides
+    from frame_mlir.frontends.kyn.pipeline import load_module
 
     module, warnings = load_module(path, parse_overrides(params))
     for w in warnings if warn else ():
@@ -146,8 +146,8 @@ def _load(path: str, params: list[str], warn: bool = True) -> Any:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from frame_mlir.kyn.errors import raise_if_errors
-    from frame_mlir.kyn.pipeline import data_diagnostics
+    from frame_mlir.frontends.kyn.errors import raise_if_errors
+    from frame_mlir.frontends.kyn.pipeline import data_diagnostics
 
     module = _load(args.path, args.param)
     raise_if_errors(data_diagnostics(module))  # what the data's row count decides
@@ -156,7 +156,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    from frame_mlir.kyn.emit_torch import write_pytorch
+    from frame_mlir.frontends.kyn.emit_torch import write_pytorch
 
     module = _load(args.path, args.param)
     write_pytorch(module, args.output)
@@ -176,7 +176,7 @@ def _check_train_flags(parser: argparse.ArgumentParser, args: argparse.Namespace
 
 
 def _train(args: argparse.Namespace) -> int:
-    from frame_mlir.kyn.run import run_module
+    from frame_mlir.frontends.kyn.run import run_module
     from frame_mlir.tools.dp_run import start_job
     from frame_mlir.tools.driver import print_ir_after_all_hook
 
@@ -185,7 +185,7 @@ def _train(args: argparse.Namespace) -> int:
     root = job is None or job.rank == 0
     module = _load(args.path, args.param, warn=root)
     if args.check_lock:
-        from frame_mlir.kyn.repro import check_lock
+        from frame_mlir.frontends.kyn.repro import check_lock
 
         check_lock(module, args.check_lock)
     if args.emit_stage:
@@ -226,7 +226,7 @@ def _emit(module: Any, args: argparse.Namespace, job: Any = None) -> int:
     """The training step (its function for train.batch rows, the evaluation function and
     the optimizer update) at `--emit-stage`; in a data-parallel job, rank 0's function
     for its share of the batch, its loss weighted by the share."""
-    from frame_mlir.kyn.trainer import (
+    from frame_mlir.frontends.kyn.trainer import (
         check_data_parallel,
         check_supported,
         optimizer_runtime,
@@ -246,12 +246,12 @@ def _emit(module: Any, args: argparse.Namespace, job: Any = None) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from frame_mlir.kyn.compose import expand_sweep, parse_overrides, resolve_imports
-    from frame_mlir.kyn.errors import raise_if_errors
-    from frame_mlir.kyn.parser import parse_text, read_source
-    from frame_mlir.kyn.pipeline import analyze
-    from frame_mlir.kyn.repro import write_json_atomic
-    from frame_mlir.kyn.run import run_module
+    from frame_mlir.frontends.kyn.compose import expand_sweep, parse_overrides, resolve_imports
+    from frame_mlir.frontends.kyn.errors import raise_if_errors
+    from frame_mlir.frontends.kyn.parser import parse_text, read_source
+    from frame_mlir.frontends.kyn.pipeline import analyze
+    from frame_mlir.frontends.kyn.repro import write_json_atomic
+    from frame_mlir.frontends.kyn.run import run_module
 
     text = read_source(args.path)
     overrides = parse_overrides(args.param)
@@ -284,8 +284,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _fmt(args: argparse.Namespace) -> int:
-    from frame_mlir.kyn.format import format_file, format_source
-    from frame_mlir.kyn.parser import read_source
+    from frame_mlir.frontends.kyn.format import format_file, format_source
+    from frame_mlir.frontends.kyn.parser import read_source
 
     if args.check:
         text = read_source(args.path)
@@ -302,7 +302,7 @@ def _fmt(args: argparse.Namespace) -> int:
 def _ast(args: argparse.Namespace) -> int:
     import pprint
 
-    from frame_mlir.kyn.parser import parse_file
+    from frame_mlir.frontends.kyn.parser import parse_file
 
     program = parse_file(args.path)
     for item in program.items:
@@ -311,14 +311,14 @@ def _ast(args: argparse.Namespace) -> int:
 
 
 def _lsp(args: argparse.Namespace) -> int:
-    from frame_mlir.kyn.lsp import main as lsp_main
+    from frame_mlir.frontends.kyn.lsp import main as lsp_main
 
     lsp_main()
     return 0
 
 
 def _lock(args: argparse.Namespace) -> int:
-    from frame_mlir.kyn.repro import check_lock, create_lock
+    from frame_mlir.frontends.kyn.repro import check_lock, create_lock
 
     module = _load(args.path, args.param)
     lock = args.lock or str(Path(args.path).with_name("kynml.lock"))

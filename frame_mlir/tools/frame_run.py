@@ -94,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from frame_mlir.tools import compile_flags
 
         compile_flags.apply(args)
-        from frame_mlir.frontend.spec import ModelSpec
+        from frame_mlir.frontends.spec.spec import ModelSpec
         from frame_mlir.tools.driver import (
             RUN_FILE_FLAGS,
             RunFiles,
@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "--emit-stage stops before one")
             options = compile_options(args.threads)
             if job is not None:  # the split step of one rank's share of the batch
-                from frame_mlir.runtime.data_parallel import local_spec
+                from frame_mlir.frontends.spec.data_parallel import local_spec
 
                 spec = local_spec(spec, job.size)
                 options = job.compile_options(options)

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from frame_mlir.compile_options import CompileOptions
-    from frame_mlir.frontend.errors import Diagnostic
-    from frame_mlir.frontend.network.loader import NetworkSpec
+    from frame_mlir.frontends.common.errors import Diagnostic
+    from frame_mlir.frontends.network.loader import NetworkSpec
 
 from frame_mlir.tools.network_run import DEFAULT_STEPS, DEFAULT_WARMUP
 
@@ -68,7 +68,7 @@ def _flag(dest: str) -> str:
 
 def _count(text: str | None, dest: str, default: int, least: int) -> tuple[int, Diagnostic | None]:
     """`--steps` / `--warmup` as an integer >= least (its default when absent)."""
-    from frame_mlir.frontend.errors import Diagnostic
+    from frame_mlir.frontends.common.errors import Diagnostic
 
     if text is None:
         return default, None
@@ -87,7 +87,7 @@ def check_benchmark_flags(args: argparse.Namespace, is_network: bool, path: str
     """(warm-up, timed) iteration counts of `--benchmark`, after checking the command
     line: every bad value and combination at once (BENCH-001, BENCH-002), as an
     OptionError. Without `--benchmark`, only that `--warmup` is not given."""
-    from frame_mlir.frontend.errors import Diagnostic
+    from frame_mlir.frontends.common.errors import Diagnostic
     from frame_mlir.tools.driver import OptionError
 
     diags: list[Diagnostic] = []
@@ -121,9 +121,9 @@ def run_benchmark(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
                   print_ir_after_all: bool = False) -> int:
     """Compile `spec`, then time `warmup` + `steps` train and test iterations on one
     random batch and print the module docstring's lines; returns the exit status."""
-    from frame_mlir.frontend.network.data import InputDecl, random_feed
-    from frame_mlir.frontend.network.lower import label_classes
-    from frame_mlir.network.model import Network
+    from frame_mlir.frontends.network.data import InputDecl, random_feed
+    from frame_mlir.frontends.network.lower import label_classes
+    from frame_mlir.frontends.network.model import Network
     from frame_mlir.target.host import default_threads
     from frame_mlir.tools.network_run import load_network_weights, network_solver
 

@@ -7,7 +7,7 @@ input -- then `final_loss V`. Notes (dropped samples) and the closing summary go
 stderr; a tqdm bar shows on a terminal only.
 
 `--data-parallel` (under `mpirun -n N`) trains each global batch split over the ranks
-(`frame_mlir/network/data_parallel.py`); rank 0 prints one process's lines.
+(`frame_mlir/frontends/network/data_parallel.py`); rank 0 prints one process's lines.
 `--checkpoint-every N` writes the parameters, the solver state and the lines printed so
 far every N epochs (rank 0 alone, atomically); `--resume FILE` continues such a run
 and prints the whole run's lines, ending with the uninterrupted run's weights, bit for
@@ -30,9 +30,9 @@ import numpy as np
 
 if TYPE_CHECKING:
     from frame_mlir.compile_options import CompileOptions
-    from frame_mlir.frontend.network.data import DataSource
-    from frame_mlir.frontend.network.loader import NetworkSpec
-    from frame_mlir.network.model import SGD, Adam, Network
+    from frame_mlir.frontends.network.data import DataSource
+    from frame_mlir.frontends.network.loader import NetworkSpec
+    from frame_mlir.frontends.network.model import SGD, Adam, Network
     from frame_mlir.runtime.checkpoint import Checkpoint
 
 #: The reference's solver defaults (dlprimitives' sgd.hpp / adam.hpp).
@@ -169,7 +169,7 @@ def scheduled_lr(base: float, schedule: tuple[str, int, float] | None, epoch: in
 def network_solver(args: argparse.Namespace) -> SGD | Adam:
     """The solver the command line asks for: `--solver` (sgd), with `--lr`,
     `--momentum`, `--weight-decay`, `--semantics` over the reference's defaults."""
-    from frame_mlir.network.model import SGD, Adam
+    from frame_mlir.frontends.network.model import SGD, Adam
 
     kind = args.solver or "sgd"
     if kind == "adam" and (args.momentum is not None or args.semantics is not None):
@@ -200,13 +200,13 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     (or "cuda-emulator") runs every step's kernels on the GPU.
 
     In a data-parallel job (`--data-parallel`: `distributed.current()` is the job) every
-    rank trains its share of each global batch (`frame_mlir/network/data_parallel.py`)
+    rank trains its share of each global batch (`frame_mlir/frontends/network/data_parallel.py`)
     and rank 0 prints the lines one process prints. `--checkpoint-every N` writes a
     checkpoint every N epochs (rank 0 alone); `--resume FILE` continues one, printing
     the lines before it from the checkpoint, and ends as the uninterrupted run does."""
-    from frame_mlir.frontend.network.data import InputDecl, batches, load_source
-    from frame_mlir.frontend.network.loader import OutputSpec
-    from frame_mlir.network.model import Network
+    from frame_mlir.frontends.network.data import InputDecl, batches, load_source
+    from frame_mlir.frontends.network.loader import OutputSpec
+    from frame_mlir.frontends.network.model import Network
     from frame_mlir.runtime import distributed
     from frame_mlir.runtime.checkpoint import digest
     from frame_mlir.runtime.progress import progress, summary_line
@@ -253,7 +253,7 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     local = spec
     reductions: dict[str, str] = {}
     if job is not None:
-        from frame_mlir.network.data_parallel import (
+        from frame_mlir.frontends.network.data_parallel import (
             batch_norm_operators,
             local_network_spec,
             loss_reductions,
@@ -291,7 +291,7 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     t0 = time.perf_counter()
     trainer: Any
     if job is not None:
-        from frame_mlir.network.data_parallel import DpTrainer, dp_accuracy, rank_feed
+        from frame_mlir.frontends.network.data_parallel import DpTrainer, dp_accuracy, rank_feed
 
         trainer = DpTrainer(net, solver, job, reductions, weights)
         step_loss = trainer.step
@@ -380,8 +380,8 @@ def load_network_weights(net: Network, path: str) -> None:
     Raises:
         OptionError: every diagnostic.
     """
-    from frame_mlir.frontend.errors import Diagnostic
-    from frame_mlir.frontend.network.weights import WeightsError, load_weights
+    from frame_mlir.frontends.common.errors import Diagnostic
+    from frame_mlir.frontends.network.weights import WeightsError, load_weights
     from frame_mlir.tools.driver import OptionError, _names_text, _readable, _shape_text
 
     bad = _readable(path, "--load-weights")
@@ -417,8 +417,8 @@ def load_network_weights(net: Network, path: str) -> None:
 def save_network_weights(net: Network, path: str) -> None:
     """`--save-weights FILE` for a network: IO-001 when it cannot be written, as for a
     v0 spec."""
-    from frame_mlir.frontend.errors import Diagnostic
-    from frame_mlir.frontend.network.weights import WeightsError
+    from frame_mlir.frontends.common.errors import Diagnostic
+    from frame_mlir.frontends.network.weights import WeightsError
     from frame_mlir.tools.driver import OptionError
 
     try:
@@ -485,7 +485,7 @@ def _load_checkpoint(path: str, model: str, run_id: str, net: Network, solver_ki
                      epochs: int) -> Checkpoint:
     """`--resume path`: a checkpoint of this run (CKPT-002 otherwise) holding every
     parameter and solver state of this network, and its history (CKPT-001 otherwise)."""
-    from frame_mlir.frontend.network.solvers import STATES
+    from frame_mlir.frontends.network.solvers import STATES
     from frame_mlir.runtime.checkpoint import Checkpoint, CheckpointError, check_arrays
 
     ck = Checkpoint.load(path, model, run_id)
@@ -542,7 +542,7 @@ def _save_checkpoint(path: str, model: str, run_id: str, epochs_done: int, net: 
 
 def _accuracy(net: Network, split: object, decls: list, pair: tuple[str, str]) -> float:
     """Held-out accuracy in test mode over the split's full batches (in order)."""
-    from frame_mlir.frontend.network.data import batches
+    from frame_mlir.frontends.network.data import batches
 
     scores_name, label_name = pair
     feeds, _ = batches(split, decls, shuffle=False, seed=0, epoch=0)  # type: ignore[arg-type]
@@ -566,13 +566,13 @@ def emit_network_stage(spec: NetworkSpec, stage: str, out: TextIO, *,
     batch."""
     from xdsl.dialects import builtin
 
-    from frame_mlir.frontend.network.lower import build_function
+    from frame_mlir.frontends.network.lower import build_function
     from frame_mlir.runtime.distributed import current
     from frame_mlir.tools.stage_dump import emit_module_stage
 
     job = current()
     if job is not None:  # one rank's share of the batch, as --data-parallel compiles it
-        from frame_mlir.network.data_parallel import local_network_spec, loss_reductions
+        from frame_mlir.frontends.network.data_parallel import local_network_spec, loss_reductions
 
         spec = local_network_spec(spec, job.size, loss_reductions(spec))
         options = job.compile_options(options)

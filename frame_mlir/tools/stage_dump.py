@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # xDSL loads only where IR is built
     from xdsl.dialects.builtin import ModuleOp
 
     from frame_mlir.compile_options import CompileOptions
-    from frame_mlir.frontend.spec import ModelSpec
+    from frame_mlir.frontends.spec.spec import ModelSpec
 
 
 def emit_stage(spec: ModelSpec, stage: str, out: TextIO, *,
@@ -29,11 +29,11 @@ def emit_stage(spec: ModelSpec, stage: str, out: TextIO, *,
     """Print the IR of `spec` at `stage` and stop (with `print_ir_after_all`, the IR
     after every pass up to there goes to stderr, as in a training run). `options`:
     the compile options (`--threads`), None for the defaults."""
-    from frame_mlir.frontend.lower_spec import lower_spec
+    from frame_mlir.frontends.spec.lower import lower_spec
 
     lowered = lower_spec(spec)
     if options is not None and options.data_parallel is not None:
-        from frame_mlir.frontend.lower_spec import mark_per_sample
+        from frame_mlir.frontends.spec.lower import mark_per_sample
 
         mark_per_sample(lowered)  # as CompiledSpec compiles it
     emit_module_stage(lowered.module, spec.optimizer.learning_rate, stage, out,

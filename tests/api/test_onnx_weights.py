@@ -12,8 +12,8 @@ import struct
 import numpy as np
 import pytest
 
-from frame_mlir.api.onnx_weights import load_onnx_weights, save_onnx_weights
-from frame_mlir.api.tensor import Device, DType, Tensor, bf16_bits, from_numpy
+from frame_mlir.frontends.api.onnx_weights import load_onnx_weights, save_onnx_weights
+from frame_mlir.frontends.api.tensor import Device, DType, Tensor, bf16_bits, from_numpy
 
 # --------------------------------------------------------------------------- helpers
 

@@ -24,8 +24,8 @@ from frame_mlir.backend.llvm.cache import (
     encode_entry,
     make_key,
 )
-from frame_mlir.frontend.spec_v0 import load_spec, parse_spec
-from frame_mlir.runtime.trainer import CompiledSpec, Session, spec_cache_material, train
+from frame_mlir.frontends.spec.spec_v0 import load_spec, parse_spec
+from frame_mlir.frontends.spec.trainer import CompiledSpec, Session, spec_cache_material, train
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "testdata" / "tiny_mlp.json"
@@ -305,7 +305,7 @@ def test_an_ir_hook_bypasses_the_cache(tmp_path: Path) -> None:
 def test_the_llvm_ir_cache_of_compiled_graphs(tmp_path: Path) -> None:
     """Modules that are not specs (the Python API's graphs) cache by LLVM IR text."""
     from frame_mlir.backend.llvm.jit import jit_compile
-    from frame_mlir.frontend.lower_spec import lower_spec
+    from frame_mlir.frontends.spec.lower import lower_spec
     from frame_mlir.runtime.executable import compile_module
 
     cache = CompileCache(tmp_path)
@@ -334,7 +334,7 @@ def test_a_module_compiled_before_skips_the_pipeline(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """compile_module looks the frame module up by its text first: a hit runs no pass
     and gives the same code; another learning rate, or other options, is a miss."""
-    from frame_mlir.frontend.lower_spec import lower_spec
+    from frame_mlir.frontends.spec.lower import lower_spec
     from frame_mlir.passes import pipeline
     from frame_mlir.runtime.executable import compile_module
 
@@ -396,7 +396,7 @@ def test_a_warm_run_imports_neither_xdsl_nor_the_pipeline(tmp_path: Path) -> Non
     code = ("import sys\nfrom frame_mlir.tools.frame_run import main\n"
             f"rc = main([{str(TINY)!r}])\n"
             "heavy = sorted(m for m in sys.modules if m.startswith(('xdsl.', "
-            "'frame_mlir.passes.pipeline', 'frame_mlir.frontend.lower_spec')))\n"
+            "'frame_mlir.passes.pipeline', 'frame_mlir.frontends.spec.lower')))\n"
             "print('HEAVY', rc, heavy)\n")
     first = _run(["-c", code], tmp_path)
     assert "HEAVY 0 ['frame_mlir" in first.stdout, first.stderr  # the cold run compiled

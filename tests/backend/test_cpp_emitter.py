@@ -40,10 +40,10 @@ from frame_mlir.backend.cpp.emitter import (
     emit_module,
     float_literal,
 )
-from frame_mlir.backend.cpp.program import emit_program, generate_program, lower_to_loops
 from frame_mlir.compile_options import CompileOptions
-from frame_mlir.frontend.spec import ModelSpec
-from frame_mlir.frontend.spec_v0 import load_spec
+from frame_mlir.frontends.spec.program import emit_program, generate_program, lower_to_loops
+from frame_mlir.frontends.spec.spec import ModelSpec
+from frame_mlir.frontends.spec.spec_v0 import load_spec
 from frame_mlir.passes.pipeline import vector_lanes
 from frame_mlir.tools.driver import run_training
 

@@ -37,8 +37,8 @@ _PROGRAMS: dict[Path, tuple[CudaProgram, object]] = {}
 
 def _spec_program(path: Path) -> tuple[CudaProgram, object]:
     """`path` compiled for CUDA (once per test session: the tests of one model share it)."""
-    from frame_mlir.frontend.lower_spec import lower_spec
-    from frame_mlir.frontend.spec_v0 import load_spec
+    from frame_mlir.frontends.spec.lower import lower_spec
+    from frame_mlir.frontends.spec.spec_v0 import load_spec
 
     if path not in _PROGRAMS:
         spec = load_spec(path)
@@ -60,7 +60,7 @@ def _network_program(path: Path) -> CudaProgram:
 def _network_module(path: Path) -> object:
     from xdsl.dialects import builtin
 
-    from frame_mlir.frontend.network.lower import build_function
+    from frame_mlir.frontends.network.lower import build_function
     from frame_mlir.tools.driver import load_model
 
     spec = load_model(path)
@@ -198,7 +198,7 @@ def test_api_conv_and_pool_models_on_the_emulator_match_torch(kind: str) -> None
 
 
 def _cpu_losses(spec: object, steps: int) -> np.ndarray:
-    from frame_mlir.runtime.trainer import CompiledSpec, Session
+    from frame_mlir.frontends.spec.trainer import CompiledSpec, Session
 
     return Session(CompiledSpec(spec)).run(steps)  # type: ignore[arg-type]
 
@@ -207,8 +207,8 @@ def _device_losses(program: CudaProgram, spec: object, steps: int, *, gpu: bool 
                    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """`steps` train steps of `spec` on the emulator (or the GPU): losses, parameters."""
     from frame_mlir.backend.cuda.runtime import CudaBackend, CudaSession, EmulatorBackend
-    from frame_mlir.frontend.lower_spec import lower_spec
-    from frame_mlir.runtime.random import generate_initial_values
+    from frame_mlir.frontends.spec.initial_values import generate_initial_values
+    from frame_mlir.frontends.spec.lower import lower_spec
 
     lowered = lower_spec(spec)  # type: ignore[arg-type]
     values = generate_initial_values(spec)  # type: ignore[arg-type]
@@ -243,7 +243,7 @@ def test_mnist_mlp_trajectory_on_the_emulator_matches_the_cpu() -> None:
     ref = _cpu_losses(spec, steps)
     bound = 1e-5 + 2 * np.sqrt(784) * 5e-7
     np.testing.assert_allclose(losses, ref, rtol=bound)
-    from frame_mlir.runtime.trainer import CompiledSpec, Session
+    from frame_mlir.frontends.spec.trainer import CompiledSpec, Session
 
     session = Session(CompiledSpec(spec))  # type: ignore[arg-type]
     session.run(steps)

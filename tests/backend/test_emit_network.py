@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 from frame_mlir.backend.cpp.cmake import prefer_vector_width_flags
-from frame_mlir.frontend.network.data import InputDecl, random_feed
-from frame_mlir.frontend.network.loader import load_network
-from frame_mlir.frontend.network.lower import label_classes
+from frame_mlir.frontends.network.data import InputDecl, random_feed
+from frame_mlir.frontends.network.loader import load_network
+from frame_mlir.frontends.network.lower import label_classes
 from frame_mlir.passes.pipeline import vector_lanes
 from frame_mlir.tools import frame_dslc, frame_run
 

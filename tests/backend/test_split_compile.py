@@ -293,8 +293,8 @@ def mnist_ir() -> tuple[str, set[str]]:
     public functions."""
     from frame_mlir.backend.llvm.translate import to_llvm_text
     from frame_mlir.compile_options import CompileOptions
-    from frame_mlir.frontend.lower_spec import lower_spec
-    from frame_mlir.frontend.spec_v0 import load_spec
+    from frame_mlir.frontends.spec.lower import lower_spec
+    from frame_mlir.frontends.spec.spec_v0 import load_spec
     from frame_mlir.passes.pipeline import run_pipeline
     from frame_mlir.runtime.executable import signatures
 
@@ -339,8 +339,8 @@ def test_a_parallel_compile_keeps_the_process_locale(mnist_ir: tuple[str, set[st
 
 def test_training_is_the_same_for_every_worker_count(monkeypatch: pytest.MonkeyPatch) -> None:
     from frame_mlir.compile_options import CompileOptions
-    from frame_mlir.frontend.spec_v0 import load_spec
-    from frame_mlir.runtime.trainer import CompiledSpec, Session
+    from frame_mlir.frontends.spec.spec_v0 import load_spec
+    from frame_mlir.frontends.spec.trainer import CompiledSpec, Session
 
     spec = load_spec(ROOT / "testdata" / "mnist_mlp.json")
     runs = []

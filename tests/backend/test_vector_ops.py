@@ -649,8 +649,8 @@ def _packed_fma_widths(asm: str) -> dict[str, int]:
 def _gemm_loops_module() -> ModuleOp:
     """testdata/mnist_mlp.json's train step at the `loops` stage with 16-lane kernels
     chosen explicitly (frame-gemm's micro-kernels on `vector<16xf32>`, on any host)."""
-    from frame_mlir.backend.cpp.program import lower_to_loops
-    from frame_mlir.frontend.spec_v0 import load_spec
+    from frame_mlir.frontends.spec.program import lower_to_loops
+    from frame_mlir.frontends.spec.spec_v0 import load_spec
 
     spec = load_spec(str(Path(__file__).parents[2] / "testdata" / "mnist_mlp.json"))
     return lower_to_loops(spec, CompileOptions(threads=1, f32_lanes=16)).module

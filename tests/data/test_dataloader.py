@@ -1,4 +1,4 @@
-"""frame_mlir.data against the frame Python API sheet, section 8, and a g++/libstdc++ oracle."""
+"""frame_mlir.frontends.api.data against the frame Python API sheet, section 8, and a g++/libstdc++ oracle."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frame_mlir.api.tensor import Device, DType, Tensor, bf16_bits, from_numpy
-from frame_mlir.data import DataLoader, DataLoaderOptions, TensorDataset
-from frame_mlir.data.shuffle import MT19937_64, bounded, epoch_order, shuffle
+from frame_mlir.frontends.api.data import DataLoader, DataLoaderOptions, TensorDataset
+from frame_mlir.frontends.api.tensor import Device, DType, Tensor, bf16_bits, from_numpy
+from frame_mlir.runtime.shuffle import MT19937_64, bounded, epoch_order, shuffle
 
 U64 = (1 << 64) - 1
 

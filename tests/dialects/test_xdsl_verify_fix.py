@@ -46,8 +46,8 @@ def test_the_fixes_are_installed() -> None:
 
 
 def _modules_after_every_pass() -> list[ModuleOp]:
-    from frame_mlir.frontend.lower_spec import lower_spec
-    from frame_mlir.frontend.spec_v0 import load_spec
+    from frame_mlir.frontends.spec.lower import lower_spec
+    from frame_mlir.frontends.spec.spec_v0 import load_spec
     from frame_mlir.passes.pipeline import run_pipeline
 
     spec = load_spec(ROOT / "testdata" / "tiny_mlp.json")

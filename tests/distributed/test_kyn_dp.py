@@ -26,8 +26,8 @@ from mpi_helpers import (
     run_alone,
 )
 
-from frame_mlir.kyn.pipeline import analyze
-from frame_mlir.kyn.trainer import check_data_parallel, rank_share
+from frame_mlir.frontends.kyn.pipeline import analyze
+from frame_mlir.frontends.kyn.trainer import check_data_parallel, rank_share
 
 pytestmark = needs_mpi
 

@@ -222,8 +222,8 @@ def test_sum_and_penalty_losses_match_one_process(tmp_path: Path) -> None:
 
 def test_loss_reductions() -> None:
     """How each loss combines over the ranks, and the local network's weights."""
-    from frame_mlir.frontend.network.loader import network_from_doc
-    from frame_mlir.network.data_parallel import local_network_spec, loss_reductions
+    from frame_mlir.frontends.network.data_parallel import local_network_spec, loss_reductions
+    from frame_mlir.frontends.network.loader import network_from_doc
     from frame_mlir.runtime.distributed import DistributedError
 
     spec = network_from_doc(SUM_NET)
@@ -275,10 +275,10 @@ BN_NET = {
 BN_SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
-    from frame_mlir.frontend.network.loader import network_from_doc
-    from frame_mlir.network.data_parallel import (DpTrainer, local_network_spec,
+    from frame_mlir.frontends.network.loader import network_from_doc
+    from frame_mlir.frontends.network.data_parallel import (DpTrainer, local_network_spec,
                                                   loss_reductions, rank_feed)
-    from frame_mlir.network.model import SGD, Network
+    from frame_mlir.frontends.network.model import SGD, Network
     from frame_mlir.runtime import distributed
 
     job = distributed.start("bn-test", 120.0)

@@ -14,9 +14,9 @@ import torch
 import frame
 from frame import nn
 from frame.data import DataLoader, DataLoaderOptions, TensorDataset
-from frame_mlir.api import ops
-from frame_mlir.api.graph import Graph
-from frame_mlir.api.tensor import Tensor, bf16_bits
+from frame_mlir.frontends.api import ops
+from frame_mlir.frontends.api.graph import Graph
+from frame_mlir.frontends.api.tensor import Tensor, bf16_bits
 
 F32, F16, BF16 = frame.DType.float32, frame.DType.float16, frame.DType.bfloat16
 I32, I64 = frame.DType.int32, frame.DType.int64

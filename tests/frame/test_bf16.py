@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import frame
-from frame_mlir.api.tensor import Tensor, bf16_to_float32
+from frame_mlir.frontends.api.tensor import Tensor, bf16_to_float32
 
 torch = pytest.importorskip("torch")
 

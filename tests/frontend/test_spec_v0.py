@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from frame_mlir.frontend.errors import Diagnostic, SpecError, make_pointer, split_pointer
-from frame_mlir.frontend.spec import InlineInit, UniformInit
-from frame_mlir.frontend.spec_v0 import (
+from frame_mlir.frontends.common.errors import Diagnostic, SpecError, make_pointer, split_pointer
+from frame_mlir.frontends.spec.spec import InlineInit, UniformInit
+from frame_mlir.frontends.spec.spec_v0 import (
     load_schema,
     load_spec,
     parse_spec,
@@ -600,8 +600,8 @@ def test_accepted_mutations_train() -> None:
     Mutants that differ only in `data` or `training` share one compilation: those
     sections reach the trainer, not the IR.
     """
-    from frame_mlir.runtime.random import generate_initial_values
-    from frame_mlir.runtime.trainer import CompiledSpec, train
+    from frame_mlir.frontends.spec.initial_values import generate_initial_values
+    from frame_mlir.frontends.spec.trainer import CompiledSpec, train
 
     base = tiny()
     base["training"]["steps"] = 3  # compiling is the point; training runs only to show it does

@@ -130,7 +130,7 @@ def test_reference_counts_the_squared_residuals() -> None:
     from fzlib.corpus import TESTDATA
     from fzlib.reference import reference_losses
 
-    from frame_mlir.frontend.spec_v0 import spec_from_doc
+    from frame_mlir.frontends.spec.spec_v0 import spec_from_doc
 
     doc = json.loads((TESTDATA / "tiny_mlp.json").read_text())
     doc["data"]["target"] = {"kind": "uniform_seeded", "range": [4.0, 9223372036854775808]}

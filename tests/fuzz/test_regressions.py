@@ -104,7 +104,7 @@ def test_named_linalg_op_without_ins_is_a_parse_error(tmp_path: Path, op: str) -
 
 
 def test_add_parameter_inputs_rejects_a_non_graph() -> None:
-    """API-1 (frame_mlir/api/nn.py): was AttributeError from `5.add_graph_input`."""
+    """API-1 (frame_mlir/frontends/api/nn.py): was AttributeError from `5.add_graph_input`."""
     import frame
 
     module = frame.nn.Linear("l", 2, 3, 4, True, frame.DType.float32)
@@ -173,14 +173,14 @@ def _factories() -> list[Any]:
     (True, TypeError), (1.5, TypeError), ("3", TypeError), (None, TypeError),
 ])
 def test_nn_factory_sizes_share_one_check(which: int, value: Any, error: type) -> None:
-    """Every nn factory's sizes go through `frame_mlir.api.nn._dim`: a bool or non-int
+    """Every nn factory's sizes go through `frame_mlir.frontends.api.nn._dim`: a bool or non-int
     is a TypeError, a magnitude beyond 2^48 a ValueError naming the argument."""
     with pytest.raises(error, match=r"must be (an int|at most 2\^48)"):
         _factories()[which](value)
 
 
 def test_sgd_update_graph_of_a_huge_parameter_is_a_declaration() -> None:
-    """API-5 (frame_mlir/api/training.py `_sgd_step`): a float16 (or lr <= 0) update of
+    """API-5 (frame_mlir/frontends/api/training.py `_sgd_step`): a float16 (or lr <= 0) update of
     a [6, 3, 5, 2**31] parameter built `[lr] * prod(dims)` and raised MemoryError
     without a message; the step's constant is now a splat."""
     import frame

@@ -233,7 +233,7 @@ def test_python_m_format_is_frame_kyn_fmt(tmp_path: Path) -> None:
     """KynML's `python -m ....format FILE [--check]` (its package's __main__.py)."""
     messy = tmp_path / "messy.kyn"
     messy.write_text(SMALL.replace("\n\n", "\n\n\n"))
-    run = [sys.executable, "-m", "frame_mlir.kyn.format"]
+    run = [sys.executable, "-m", "frame_mlir.frontends.kyn.format"]
     r = subprocess.run([*run, str(messy), "--check"], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 1 and "would be reformatted" in r.stderr, r.stderr

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from frame_mlir.kyn.ast import (
+from frame_mlir.frontends.kyn.ast import (
     Call,
     DenseLayer,
     DropoutLayer,
@@ -23,16 +23,16 @@ from frame_mlir.kyn.ast import (
     Program,
     plain,
 )
-from frame_mlir.kyn.compose import (
+from frame_mlir.frontends.kyn.compose import (
     coerce_param,
     expand_sweep,
     parse_overrides,
     resolve_imports,
     substitute_params,
 )
-from frame_mlir.kyn.errors import KynDiagnostic, KynParseError, KynSemanticError
-from frame_mlir.kyn.parser import parse_file, parse_text
-from frame_mlir.kyn.pipeline import analyze, load_module
+from frame_mlir.frontends.kyn.errors import KynDiagnostic, KynParseError, KynSemanticError
+from frame_mlir.frontends.kyn.parser import parse_file, parse_text
+from frame_mlir.frontends.kyn.pipeline import analyze, load_module
 
 TRAIN = """\
 train:

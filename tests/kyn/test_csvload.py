@@ -1,4 +1,4 @@
-"""The `.kyn` CSV connector (frame_mlir/kyn/csvload.py) and the example datasets."""
+"""The `.kyn` CSV connector (frame_mlir/frontends/kyn/csvload.py) and the example datasets."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frame_mlir.kyn import csvload
-from frame_mlir.kyn.csvload import CsvDataError, file_sha256, load_csv_dataset
+from frame_mlir.frontends.kyn import csvload
+from frame_mlir.frontends.kyn.csvload import CsvDataError, file_sha256, load_csv_dataset
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "testdata" / "kyn" / "data"

@@ -1,4 +1,4 @@
-"""The PyTorch script emitter (frame_mlir/kyn/emit_torch.py).
+"""The PyTorch script emitter (frame_mlir/frontends/kyn/emit_torch.py).
 
 Every test builds its `KynModule` directly (no parser, no native trainer), emits the
 script, imports it as a module and checks its pieces against torch itself; one test runs
@@ -24,8 +24,8 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from frame_mlir.kyn import emit_torch  # noqa: E402
-from frame_mlir.kyn.module import (  # noqa: E402
+from frame_mlir.frontends.kyn import emit_torch  # noqa: E402
+from frame_mlir.frontends.kyn.module import (  # noqa: E402
     DatasetSpec,
     EvaluateSpec,
     ExportSpec,

@@ -1,4 +1,4 @@
-"""Tests of frame_mlir/kyn/export.py: ONNX, npz, torch state_dict and TorchScript exports.
+"""Tests of frame_mlir/frontends/kyn/export.py: ONNX, npz, torch state_dict and TorchScript exports.
 
 The ONNX file is hand-encoded by the exporter; `onnx.checker` (full check, with shape
 inference) and onnxruntime are the independent judges, and every graph's output is
@@ -16,8 +16,8 @@ import warnings
 import numpy as np
 import pytest
 
-from frame_mlir.kyn.errors import KynCodegenError
-from frame_mlir.kyn.export import (
+from frame_mlir.frontends.kyn.errors import KynCodegenError
+from frame_mlir.frontends.kyn.export import (
     MAX_OPSET,
     MIN_OPSET,
     export_model,
@@ -27,14 +27,14 @@ from frame_mlir.kyn.export import (
     export_torchscript,
     ir_version_for,
 )
-from frame_mlir.kyn.module import ExportSpec, LayerSpec, ModelSpec
+from frame_mlir.frontends.kyn.module import ExportSpec, LayerSpec, ModelSpec
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 ACTIVATIONS = ("relu", "sigmoid", "tanh", "linear", "leaky_relu", "gelu", "softmax",
                "log_softmax")
-HAVE_EMIT_TORCH = importlib.util.find_spec("frame_mlir.kyn.emit_torch") is not None
+HAVE_EMIT_TORCH = importlib.util.find_spec("frame_mlir.frontends.kyn.emit_torch") is not None
 
 
 # --------------------------------------------------------------------------- helpers
@@ -355,9 +355,9 @@ def _check_torchscript(torch, model: ModelSpec, params, path: str) -> None:
 def test_torchscript_export_with_reference_class(tmp_path, monkeypatch):
     # Exercises export_torchscript's own logic whether or not emit_torch has landed.
     torch = pytest.importorskip("torch")
-    fake = type(sys)("frame_mlir.kyn.emit_torch")
+    fake = type(sys)("frame_mlir.frontends.kyn.emit_torch")
     fake.model_class_source = reference_class_source
-    monkeypatch.setitem(sys.modules, "frame_mlir.kyn.emit_torch", fake)
+    monkeypatch.setitem(sys.modules, "frame_mlir.frontends.kyn.emit_torch", fake)
     model = mixed_model()
     params = make_params(model)
     path = str(tmp_path / "m.ts")
@@ -365,7 +365,7 @@ def test_torchscript_export_with_reference_class(tmp_path, monkeypatch):
     _check_torchscript(torch, model, params, path)
 
 
-@pytest.mark.skipif(not HAVE_EMIT_TORCH, reason="frame_mlir/kyn/emit_torch.py has not "
+@pytest.mark.skipif(not HAVE_EMIT_TORCH, reason="frame_mlir/frontends/kyn/emit_torch.py has not "
                                                 "landed yet")
 def test_torchscript_export_with_emitted_class(tmp_path):
     torch = pytest.importorskip("torch")

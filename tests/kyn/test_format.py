@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from frame_mlir.kyn.ast import Import, ModelBlock
-from frame_mlir.kyn.errors import KynParseError
-from frame_mlir.kyn.format import format_file, format_float, format_source, format_value
-from frame_mlir.kyn.parser import parse_text
-from frame_mlir.kyn.vocab import KEYS, REQUIRED
+from frame_mlir.frontends.kyn.ast import Import, ModelBlock
+from frame_mlir.frontends.kyn.errors import KynParseError
+from frame_mlir.frontends.kyn.format import format_file, format_float, format_source, format_value
+from frame_mlir.frontends.kyn.parser import parse_text
+from frame_mlir.frontends.kyn.vocab import KEYS, REQUIRED
 
 REPO = Path(__file__).resolve().parents[2]
 FACT_SHEET = REPO.parent / "shared" / "docs" / "kyn-language.md"

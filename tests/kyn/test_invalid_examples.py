@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from frame_mlir.kyn.errors import (
+from frame_mlir.frontends.kyn.errors import (
     KynDiagnostic,
     KynError,
     KynParseError,
     KynSemanticError,
     KynShapeError,
 )
-from frame_mlir.kyn.pipeline import analyze, load_module
+from frame_mlir.frontends.kyn.pipeline import analyze, load_module
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "testdata" / "kyn"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from frame_mlir.kyn.pipeline import analyze
-from frame_mlir.kyn.vocab import MAX_EPOCHS, MAX_STEPS
+from frame_mlir.frontends.kyn.pipeline import analyze
+from frame_mlir.frontends.kyn.vocab import MAX_EPOCHS, MAX_STEPS
 from frame_mlir.tools.frame_kyn import main
 from tests.kyn.test_validate import only, program, run, value_at, where
 
@@ -168,9 +168,9 @@ def test_last_batch_of_one_row_is_refused_by_validate(project: Path,
 def test_last_batch_of_one_row_at_run_time_names_rule_and_line(project: Path) -> None:
     """A data file that changed after validation: train still stops before compiling,
     with the rule and the program's line (not the batch_norm verifier's message)."""
-    from frame_mlir.kyn.errors import KynError
-    from frame_mlir.kyn.pipeline import load_module
-    from frame_mlir.kyn.run import run_module
+    from frame_mlir.frontends.kyn.errors import KynError
+    from frame_mlir.frontends.kyn.pipeline import load_module
+    from frame_mlir.frontends.kyn.run import run_module
 
     prog = project / "bn.kyn"
     prog.write_text(IRIS_BN.replace("batch = 8", "batch = 7"))

@@ -1,6 +1,6 @@
 """The `.kyn` language server, driven over stdio with real JSON-RPC LSP messages.
 
-`python -m frame_mlir.kyn.lsp` runs as a subprocess; a reader thread parses its
+`python -m frame_mlir.frontends.kyn.lsp` runs as a subprocess; a reader thread parses its
 Content-Length framed output into a queue, so every wait has a timeout and a broken
 server fails the test instead of hanging it. The pure completion and hover functions
 are also tested directly, and so is how `diagnose` reports each kind of finding (with
@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from frame_mlir.kyn.diagnostics import diagnose, format_diagnostic
-from frame_mlir.kyn.lsp import complete, hover_markdown
-from frame_mlir.kyn.parser import parse_with_diagnostics
+from frame_mlir.frontends.kyn.diagnostics import diagnose, format_diagnostic
+from frame_mlir.frontends.kyn.lsp import complete, hover_markdown
+from frame_mlir.frontends.kyn.parser import parse_with_diagnostics
 
 pytest.importorskip("pygls")
 
@@ -60,7 +60,7 @@ class Client:
         env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get(
             "PYTHONPATH", ""))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "frame_mlir.kyn.lsp"], cwd=REPO, env=env,
+            [sys.executable, "-m", "frame_mlir.frontends.kyn.lsp"], cwd=REPO, env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.pending: list[dict[str, Any]] = []
@@ -313,13 +313,13 @@ class _Analysis:
 
 def _fake_pipeline(monkeypatch: pytest.MonkeyPatch, analyze: Any) -> None:
     """Replace the analysis, to check how every kind of finding is reported."""
-    monkeypatch.setattr("frame_mlir.kyn.pipeline.analyze", analyze)
+    monkeypatch.setattr("frame_mlir.frontends.kyn.pipeline.analyze", analyze)
 
 
 def test_diagnose_reports_every_finding_of_the_analysis(monkeypatch: pytest.MonkeyPatch
                                                         ) -> None:
-    from frame_mlir.kyn.diagnostics import analyze_for_editor
-    from frame_mlir.kyn.errors import KynDiagnostic
+    from frame_mlir.frontends.kyn.diagnostics import analyze_for_editor
+    from frame_mlir.frontends.kyn.errors import KynDiagnostic
 
     seen: dict[str, Any] = {}
 
@@ -366,9 +366,9 @@ def test_diagnose_reports_a_crashing_analysis(monkeypatch: pytest.MonkeyPatch) -
 
 def test_every_vocabulary_word_has_a_doc() -> None:
     """vocabulary.py's prose covers everything vocab.py and the parser know by name."""
-    from frame_mlir.kyn.parser import HEADERS, LAYER_KINDS
-    from frame_mlir.kyn.vocab import CALL_SETS, CALLS, ENUMS
-    from frame_mlir.kyn.vocabulary import BLOCKS, ENUM_TITLES, LAYERS, doc_of
+    from frame_mlir.frontends.kyn.parser import HEADERS, LAYER_KINDS
+    from frame_mlir.frontends.kyn.vocab import CALL_SETS, CALLS, ENUMS
+    from frame_mlir.frontends.kyn.vocabulary import BLOCKS, ENUM_TITLES, LAYERS, doc_of
 
     calls = {c for names in CALL_SETS.values() for c in names}
     for enum, members in ENUMS.items():
@@ -383,7 +383,7 @@ def test_every_vocabulary_word_has_a_doc() -> None:
 
 def test_a_finding_in_an_imported_file_lands_on_its_import(monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
-    from frame_mlir.kyn.errors import KynDiagnostic
+    from frame_mlir.frontends.kyn.errors import KynDiagnostic
 
     def analyze(text: str, file: str, path: str | None = None,
                 overrides: dict | None = None) -> _Analysis:

@@ -1,4 +1,4 @@
-"""The `.kyn` optimizers and schedulers (frame_mlir/kyn/optim.py) against torch.optim.
+"""The `.kyn` optimizers and schedulers (frame_mlir/frontends/kyn/optim.py) against torch.optim.
 
 The update functions are compiled once (one module holding one function per structure:
 SGD with and without a momentum buffer, Adam/AdamW, the four RMSprop variants) and
@@ -29,8 +29,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from frame_mlir.kyn.module import OptimizerSpec, SchedulerSpec  # noqa: E402
-from frame_mlir.kyn.optim import (  # noqa: E402
+from frame_mlir.frontends.kyn.module import OptimizerSpec, SchedulerSpec  # noqa: E402
+from frame_mlir.frontends.kyn.optim import (  # noqa: E402
     STATES,
     OptimizerRuntime,
     Schedule,

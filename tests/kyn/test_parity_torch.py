@@ -25,10 +25,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from frame_mlir.kyn.emit_torch import write_pytorch  # noqa: E402
-from frame_mlir.kyn.pipeline import analyze  # noqa: E402
-from frame_mlir.kyn.run import load_data  # noqa: E402
-from frame_mlir.kyn.trainer import KynTrainer  # noqa: E402
+from frame_mlir.frontends.kyn.emit_torch import write_pytorch  # noqa: E402
+from frame_mlir.frontends.kyn.pipeline import analyze  # noqa: E402
+from frame_mlir.frontends.kyn.run import load_data  # noqa: E402
+from frame_mlir.frontends.kyn.trainer import KynTrainer  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "testdata" / "kyn" / "data"
 STEPS = 20

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from frame_mlir.kyn.ast import (
+from frame_mlir.frontends.kyn.ast import (
     BatchNormLayer,
     Call,
     DatasetBlock,
@@ -33,8 +33,13 @@ from frame_mlir.kyn.ast import (
     TrainBlock,
     plain,
 )
-from frame_mlir.kyn.errors import KynParseError
-from frame_mlir.kyn.parser import parse_file, parse_text, parse_with_diagnostics, tokenize_line
+from frame_mlir.frontends.kyn.errors import KynParseError
+from frame_mlir.frontends.kyn.parser import (
+    parse_file,
+    parse_text,
+    parse_with_diagnostics,
+    tokenize_line,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "testdata" / "kyn").glob("*.kyn"))

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from frame_mlir.kyn.errors import KynDiagnostic, KynSemanticError, KynShapeError
-from frame_mlir.kyn.parser import parse_text
-from frame_mlir.kyn.pipeline import Analysis, analyze
-from frame_mlir.kyn.validate import validate
-from frame_mlir.kyn.vocab import (
+from frame_mlir.frontends.kyn.errors import KynDiagnostic, KynSemanticError, KynShapeError
+from frame_mlir.frontends.kyn.parser import parse_text
+from frame_mlir.frontends.kyn.pipeline import Analysis, analyze
+from frame_mlir.frontends.kyn.validate import validate
+from frame_mlir.frontends.kyn.vocab import (
     ACTIVATIONS,
     CALL_SETS,
     CALLS,
@@ -886,7 +886,7 @@ def test_loss_check_runs_despite_an_unrelated_bad_train_key() -> None:
 
 
 def test_errors_are_raised_with_the_class_of_the_earliest_stage(tmp_path: Any) -> None:
-    from frame_mlir.kyn.pipeline import load_module
+    from frame_mlir.frontends.kyn.pipeline import load_module
 
     p = tmp_path / "x.kyn"
     p.write_text(program({"train": {"loss": "bce"}}, ["input 4", "dense 3"]))

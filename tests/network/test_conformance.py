@@ -459,8 +459,8 @@ def _batchnorm_step(units: list[Unit], test_mode: bool, res: Results) -> None:
 def check_shapes(name: str) -> list[str]:
     """Output shapes and parameter layouts of the cases without stored values (the IR
     is built, nothing is compiled or allocated)."""
-    from frame_mlir.frontend.network.loader import network_from_doc
-    from frame_mlir.frontend.network.lower import build_function
+    from frame_mlir.frontends.network.loader import network_from_doc
+    from frame_mlir.frontends.network.lower import build_function
 
     units = [make_unit(name, ei, ci, values=False) for _, ei, ci in cases(name, False)]
     problems = []
@@ -520,8 +520,8 @@ def run_task(task: tuple[str, str, list[str]]) -> tuple[dict[str, Outcome], floa
 
 
 def _same_ir(key: str) -> Outcome:
-    from frame_mlir.frontend.network.loader import network_from_doc
-    from frame_mlir.frontend.network.lower import build_function
+    from frame_mlir.frontends.network.loader import network_from_doc
+    from frame_mlir.frontends.network.lower import build_function
 
     name, ei, ci = key.split("/")
     unit = make_unit(name, int(ei), int(ci))

@@ -1,4 +1,4 @@
-"""frame_mlir.frontend.network.data: --data sources (.npz files, scikit-learn's digits) and the
+"""frame_mlir.frontends.network.data: --data sources (.npz files, scikit-learn's digits) and the
 epoch batches fed to a JSON-format network."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frame_mlir.data.shuffle import epoch_order
-from frame_mlir.frontend.network.data import (
+from frame_mlir.frontends.network.data import (
     DataError,
     DataSource,
     InputDecl,
@@ -18,6 +17,7 @@ from frame_mlir.frontend.network.data import (
     batches,
     load_source,
 )
+from frame_mlir.runtime.shuffle import epoch_order
 
 MNIST_LIKE = [InputDecl("data", (4, 1, 8, 8), "float"), InputDecl("label", (4,), "int")]
 

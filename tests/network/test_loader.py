@@ -1,4 +1,4 @@
-"""The JSON network loader (frame_mlir/frontend/network/loader.py): every validation
+"""The JSON network loader (frame_mlir/frontends/network/loader.py): every validation
 rule with its rule id, JSON pointer and message (expected vs found, deduced shapes,
 "did you mean" suggestions), every error of a document at once, in-place renaming,
 option defaults, loss detection, the shipped JSON Schema and document detection.
@@ -20,18 +20,18 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from frame_mlir.dialects import frame
-from frame_mlir.frontend.detect import load_model
-from frame_mlir.frontend.errors import Diagnostic, SpecError
-from frame_mlir.frontend.network.loader import (
+from frame_mlir.frontends.common.errors import Diagnostic, SpecError
+from frame_mlir.frontends.detect import load_model
+from frame_mlir.frontends.network.loader import (
     NetworkSpec,
     is_network_document,
     load_network,
     network_from_doc,
 )
-from frame_mlir.frontend.network.lower import build_function
-from frame_mlir.frontend.network.options import OPERATORS
-from frame_mlir.frontend.network.schema import network_schema
-from frame_mlir.frontend.spec import ModelSpec
+from frame_mlir.frontends.network.lower import build_function
+from frame_mlir.frontends.network.options import OPERATORS
+from frame_mlir.frontends.network.schema import network_schema
+from frame_mlir.frontends.spec.spec import ModelSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 NETWORKS = ROOT / "testdata" / "networks"
@@ -437,7 +437,7 @@ def test_issue30_element_counts(monkeypatch: pytest.MonkeyPatch) -> None:
     d = only(doc)
     assert (d.rule, d.pointer) == ("NET-005", "/operators/0")
     assert "element count overflows: parameter 'x.0' [1073741824, 1073741824, " in d.message
-    monkeypatch.setattr("frame_mlir.runtime.trainer._available_memory", lambda: 1 << 30)
+    monkeypatch.setattr("frame_mlir.runtime.memory.available_memory", lambda: 1 << 30)
     with pytest.raises(MemoryError, match=r"an Interpolation output \[4, 2, 8388608, 6\] "
                        r"needs 1.5 GiB, 1.0 GiB are available"):
         network_from_doc(_one_op("Interpolation", {"out_h": 2**23, "out_w": 6}))
@@ -491,7 +491,7 @@ def test_issue30_what_the_checker_accepts_verifies(monkeypatch: pytest.MonkeyPat
     Interpolation output larger than the memory available, here 8 GiB), never another
     exception, or both of its functions pass the dialect's verifiers, which the
     passes run later."""
-    monkeypatch.setattr("frame_mlir.runtime.trainer._available_memory", lambda: 8 << 30)
+    monkeypatch.setattr("frame_mlir.runtime.memory.available_memory", lambda: 8 << 30)
     accepted = refused = 0
     for name, doc in _mutated_documents():
         try:
@@ -780,7 +780,7 @@ def test_defaults_filled() -> None:
     assert conv.frozen is False and conv.params == ()
     # every operator type: each option with a default is filled
     for name, t in OPERATORS.items():
-        from frame_mlir.frontend.network.options import REQUIRED, with_defaults
+        from frame_mlir.frontends.network.options import REQUIRED, with_defaults
 
         filled = with_defaults(name, {})
         assert set(filled) == {k for k, o in t.options.items() if o.default is not REQUIRED}
@@ -858,8 +858,8 @@ def test_shipped_schema_is_generated() -> None:
     shipped = SCHEMA_FILE.read_text()
     assert shipped == json.dumps(network_schema(), indent=2) + "\n", (
         "network_schema.json is stale: regenerate it with "
-        "`python -m frame_mlir.frontend.network.schema > "
-        "frame_mlir/frontend/network/network_schema.json`")
+        "`python -m frame_mlir.frontends.network.schema > "
+        "frame_mlir/frontends/network/network_schema.json`")
     Draft202012Validator.check_schema(json.loads(shipped))
 
 

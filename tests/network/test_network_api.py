@@ -38,7 +38,7 @@ torch = pytest.importorskip("torch", reason="the network oracle needs torch (ext
 from torch_network import TorchNetwork, torch_solver  # noqa: E402
 
 import frame_mlir.network as fnet  # noqa: E402
-from frame_mlir.frontend.network.weights import WeightsError, save_weights  # noqa: E402
+from frame_mlir.frontends.network.weights import WeightsError, save_weights  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LENET = ROOT / "testdata" / "networks" / "lenet_digits.json"

@@ -30,10 +30,10 @@ import numpy as np
 import pytest
 
 import frame_mlir.network as fnet
-from frame_mlir.frontend.errors import SpecError
-from frame_mlir.frontend.network.data import InputDecl, random_feed
-from frame_mlir.frontend.network.loader import network_from_doc
-from frame_mlir.frontend.network.lower import build_function, label_classes
+from frame_mlir.frontends.common.errors import SpecError
+from frame_mlir.frontends.network.data import InputDecl, random_feed
+from frame_mlir.frontends.network.loader import network_from_doc
+from frame_mlir.frontends.network.lower import build_function, label_classes
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "testdata" / "networks" / "reference_style.json"

@@ -1,4 +1,4 @@
-"""Weight files of the JSON network format (frame_mlir.frontend.network.weights).
+"""Weight files of the JSON network format (frame_mlir.frontends.network.weights).
 
 The ``.dlp`` layout checked byte by byte here is dlprimitives' (``/work/shared/dlprim/
 README.md``, "Weight files (src/net.cpp)"): ``DLPW``, uint32 big-endian header length,
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frame_mlir.frontend.network.weights import WeightsError, load_weights, save_weights
+from frame_mlir.frontends.network.weights import WeightsError, load_weights, save_weights
 
 
 def _params() -> dict[str, np.ndarray]:

@@ -7,8 +7,8 @@ import pytest
 from xdsl.dialects import builtin, func
 
 from frame_mlir.dialects import frame
-from frame_mlir.frontend.lower_spec import lower_spec
-from frame_mlir.frontend.spec_v0 import load_spec
+from frame_mlir.frontends.spec.lower import lower_spec
+from frame_mlir.frontends.spec.spec_v0 import load_spec
 from frame_mlir.nn.graph import Graph
 from frame_mlir.nn.module import (
     Inline,

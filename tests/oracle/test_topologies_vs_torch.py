@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from frame_mlir.frontend.lower_spec import lower_spec
-from frame_mlir.frontend.spec_v0 import parse_spec
+from frame_mlir.frontends.spec.initial_values import generate_initial_values
+from frame_mlir.frontends.spec.lower import lower_spec
+from frame_mlir.frontends.spec.spec_v0 import parse_spec
 from frame_mlir.runtime.executable import compile_module
-from frame_mlir.runtime.random import generate_initial_values
 
 # Each case is one compile (~1 s), the bulk of this file's runtime; 10 seeds reach
 # every wiring test_random_topologies_cover_the_interesting_wirings asks for.

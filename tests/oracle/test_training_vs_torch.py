@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from frame_mlir.frontend.spec_v0 import load_spec
-from frame_mlir.runtime.random import generate_initial_values
-from frame_mlir.runtime.trainer import TrainResult, logged_steps, train
+from frame_mlir.frontends.spec.initial_values import generate_initial_values
+from frame_mlir.frontends.spec.spec_v0 import load_spec
+from frame_mlir.frontends.spec.trainer import TrainResult, logged_steps, train
 
 TESTDATA = Path(__file__).resolve().parents[2] / "testdata"
 SPECS = ("tiny_mlp", "tiny_mlp_check", "skip_mlp", "reuse_input", "nonfinal_pred",

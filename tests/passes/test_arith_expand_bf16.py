@@ -20,12 +20,12 @@ import pytest
 from xdsl.dialects import builtin
 from xdsl.parser import Parser
 
-from frame_mlir.api.tensor import bf16_bits, bf16_to_float32
 from frame_mlir.backend.cpp.emitter import CppEmitError, emit_module
 from frame_mlir.backend.llvm.jit import jit_compile
 from frame_mlir.backend.llvm.translate import to_llvm_text
 from frame_mlir.compile_options import CompileOptions
 from frame_mlir.dialects import frame
+from frame_mlir.frontends.api.tensor import bf16_bits, bf16_to_float32
 from frame_mlir.nn.graph import Graph
 from frame_mlir.passes.arith_expand_bf16 import BF16_QUIET_NAN, ArithExpandBf16, bf16_round_bits
 from frame_mlir.passes.lower_to_llvm import LOOPS_TO_LLVM

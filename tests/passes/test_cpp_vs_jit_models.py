@@ -24,10 +24,10 @@ from xdsl.parser import Parser
 
 import frame
 import frame._core
-from frame_mlir.frontend.lower_spec import lower_spec
-from frame_mlir.frontend.network.loader import load_network
-from frame_mlir.frontend.network.lower import build_function
-from frame_mlir.frontend.spec_v0 import load_spec
+from frame_mlir.frontends.network.loader import load_network
+from frame_mlir.frontends.network.lower import build_function
+from frame_mlir.frontends.spec.lower import lower_spec
+from frame_mlir.frontends.spec.spec_v0 import load_spec
 from frame_mlir.passes.common import set_arg_attr
 from frame_mlir.passes.pipeline import make_context
 

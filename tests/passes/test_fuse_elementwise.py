@@ -18,13 +18,13 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 
-from frame_mlir.frontend.spec_v0 import load_spec
+from frame_mlir.frontends.spec.initial_values import generate_initial_values
+from frame_mlir.frontends.spec.spec_v0 import load_spec
+from frame_mlir.frontends.spec.trainer import CompiledSpec, Session
 from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
 from frame_mlir.passes.frame_fuse_elementwise import FrameFuseElementwise
 from frame_mlir.passes.pipeline import CompileOptions, make_context, run_passes
 from frame_mlir.runtime.executable import Executable, compile_module
-from frame_mlir.runtime.random import generate_initial_values
-from frame_mlir.runtime.trainer import CompiledSpec, Session
 
 torch = pytest.importorskip("torch")
 

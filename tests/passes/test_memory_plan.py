@@ -5,11 +5,11 @@ from __future__ import annotations
 from math import prod
 from pathlib import Path
 
-from frame_mlir.frontend.lower_spec import lower_spec
-from frame_mlir.frontend.spec_v0 import load_spec
+from frame_mlir.frontends.spec.lower import lower_spec
+from frame_mlir.frontends.spec.spec_v0 import load_spec
+from frame_mlir.frontends.spec.trainer import CompiledSpec
 from frame_mlir.passes.frame_bufferize import ALIGN, plan_intervals
 from frame_mlir.passes.pipeline import run_pipeline
-from frame_mlir.runtime.trainer import CompiledSpec
 
 TESTDATA = Path(__file__).resolve().parents[2] / "testdata"
 

@@ -31,8 +31,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Region
 
 from frame_mlir.compile_options import CompileOptions
-from frame_mlir.frontend.lower_spec import lower_spec
-from frame_mlir.frontend.spec_v0 import parse_spec
+from frame_mlir.frontends.spec.lower import lower_spec
+from frame_mlir.frontends.spec.spec_v0 import parse_spec
 from frame_mlir.passes import frame_fuse_gemm_epilogue as epilogue
 from frame_mlir.passes.frame_bufferize import ALIGN, MemoryPlan, plan_intervals
 from frame_mlir.passes.llvm_common import _OpOrder, erase_dead_casts

@@ -17,10 +17,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from frame_mlir import timing
-from frame_mlir.frontend.spec_v0 import load_spec
+from frame_mlir.frontends.spec.spec_v0 import load_spec
+from frame_mlir.frontends.spec.trainer import CompiledSpec
 from frame_mlir.passes import pipeline
 from frame_mlir.passes.pipeline import PipelineError, make_context, run_passes
-from frame_mlir.runtime.trainer import CompiledSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "testdata" / "tiny_mlp.json"
@@ -54,7 +54,7 @@ class Harmless(ModulePass):
 
 
 def frame_module() -> ModuleOp:
-    from frame_mlir.frontend.lower_spec import lower_spec
+    from frame_mlir.frontends.spec.lower import lower_spec
 
     return lower_spec(load_spec(str(TINY))).module
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from frame_mlir.compile_options import CompileOptions
-from frame_mlir.frontend.spec_v0 import parse_spec
+from frame_mlir.frontends.spec.spec_v0 import parse_spec
+from frame_mlir.frontends.spec.trainer import CompiledSpec, Session
 from frame_mlir.runtime import profile
-from frame_mlir.runtime.trainer import CompiledSpec, Session
 
 ROOT = Path(__file__).resolve().parents[2]
 MNIST = ROOT / "testdata" / "mnist_mlp.json"
@@ -61,7 +61,7 @@ def test_profiled_calls_do_not_stop_frame_gemm_dropping_zero_fills() -> None:
     """frame-gemm starts a GEMM from zero instead of calling the fill kernel before
     it; the counters between the two calls must not change that (and the dropped
     call takes its counters with it)."""
-    from frame_mlir.frontend.lower_spec import lower_spec
+    from frame_mlir.frontends.spec.lower import lower_spec
     from frame_mlir.passes.pipeline import run_pipeline
 
     def calls(profiled: bool) -> list[str]:
@@ -86,8 +86,8 @@ def test_the_perf_map_names_every_function(tmp_path: Path) -> None:
     the names of the functions they implement, with an address and a size."""
     code = (
         "import os\n"
-        "from frame_mlir.frontend.spec_v0 import parse_spec\n"
-        "from frame_mlir.runtime.trainer import CompiledSpec\n"
+        "from frame_mlir.frontends.spec.spec_v0 import parse_spec\n"
+        "from frame_mlir.frontends.spec.trainer import CompiledSpec\n"
         f"CompiledSpec(parse_spec(open({str(ROOT / 'testdata' / 'tiny_mlp.json')!r}).read()),"
         " cache=None)\n"
         "print(os.getpid())\n")

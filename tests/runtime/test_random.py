@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frame_mlir.frontend.spec_v0 import load_spec
+from frame_mlir.frontends.spec.spec_v0 import load_spec
 from frame_mlir.runtime.random import (
     MT19937,
     generate_initial_values,

@@ -23,11 +23,11 @@ import frame
 from frame_mlir.backend.llvm.jit import jit_compile
 from frame_mlir.backend.llvm.parallel_runtime import MAX_CHUNKS, TaskFn, ensure_runtime
 from frame_mlir.backend.llvm.translate import to_llvm_text
-from frame_mlir.frontend.spec_v0 import load_spec
+from frame_mlir.frontends.spec.spec_v0 import load_spec
+from frame_mlir.frontends.spec.trainer import CompiledSpec, Session, train
 from frame_mlir.passes.frame_parallelize import FrameParallelize
 from frame_mlir.passes.lower_to_llvm import lower_loops_to_llvm
 from frame_mlir.passes.pipeline import CompileOptions, make_context
-from frame_mlir.runtime.trainer import CompiledSpec, Session, train
 
 ROOT = Path(__file__).resolve().parents[2]
 MNIST = ROOT / "testdata" / "mnist_mlp.json"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from frame_mlir.frontend.spec_v0 import load_spec
-from frame_mlir.runtime.random import generate_initial_values
-from frame_mlir.runtime.trainer import logged_steps, train
+from frame_mlir.frontends.spec.initial_values import generate_initial_values
+from frame_mlir.frontends.spec.spec_v0 import load_spec
+from frame_mlir.frontends.spec.trainer import logged_steps, train
 
 TESTDATA = Path(__file__).resolve().parents[2] / "testdata"
 

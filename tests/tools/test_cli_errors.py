@@ -90,9 +90,9 @@ def _big_spec(tmp_path: Path) -> Path:
 
 
 def _skip_unless_too_large() -> None:
-    from frame_mlir.runtime.trainer import _available_memory
+    from frame_mlir.runtime.memory import available_memory
 
-    available = _available_memory()
+    available = available_memory()
     if available is None or available > 30 << 30:
         pytest.skip("needs /proc/meminfo and less than 30 GiB available")
 
@@ -129,8 +129,8 @@ def test_a_spec_too_large_for_memory_draws_nothing(tmp_path: Path,
 
 def test_an_oversized_spec_file_is_cut_off(monkeypatch: pytest.MonkeyPatch,
                                            tmp_path: Path) -> None:
-    from frame_mlir.frontend import spec_v0
-    from frame_mlir.frontend.errors import SpecError
+    from frame_mlir.frontends.common.errors import SpecError
+    from frame_mlir.frontends.spec import spec_v0
 
     monkeypatch.setattr(spec_v0, "MAX_SPEC_BYTES", 1 << 16)
     big = tmp_path / "big.json"
@@ -143,8 +143,8 @@ def test_an_oversized_spec_file_is_cut_off(monkeypatch: pytest.MonkeyPatch,
 
 def test_an_endless_spec_file_is_refused_unread() -> None:
     """/dev/zero never ends: refused as a device before a byte is read (issue 30)."""
-    from frame_mlir.frontend import spec_v0
-    from frame_mlir.frontend.errors import SpecError
+    from frame_mlir.frontends.common.errors import SpecError
+    from frame_mlir.frontends.spec import spec_v0
 
     with pytest.raises(SpecError) as info:
         spec_v0.load_spec("/dev/zero")

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from frame_mlir.frontend.spec_v0 import load_spec
-from frame_mlir.runtime.random import generate_initial_values
+from frame_mlir.frontends.spec.initial_values import generate_initial_values
+from frame_mlir.frontends.spec.spec_v0 import load_spec
 from frame_mlir.tools import frame_dslc, frame_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,7 +95,7 @@ def test_lr_is_baked_into_the_ir_and_the_cache_key(capsys: pytest.CaptureFixture
                                                    tmp_path: Path) -> None:
     """The learning rate is a constant of the fused SGD update: `--lr` changes the IR
     (as the edited spec does) and so the compile-cache key; `--steps` changes neither."""
-    from frame_mlir.runtime.trainer import spec_cache_material
+    from frame_mlir.frontends.spec.trainer import spec_cache_material
     from frame_mlir.tools.driver import load_model
 
     spec = edited(tmp_path, "lr", optimizer__learning_rate=0.02)
@@ -216,9 +216,9 @@ def test_save_load_continue_equals_one_longer_run(capsys: pytest.CaptureFixture[
 
 def test_saved_weights_are_the_trained_parameters(capsys: pytest.CaptureFixture[str],
                                                   tmp_path: Path) -> None:
-    from frame_mlir.api.onnx_weights import load_onnx_weights
-    from frame_mlir.frontend.network.weights import load_weights
-    from frame_mlir.runtime.trainer import train
+    from frame_mlir.frontends.api.onnx_weights import load_onnx_weights
+    from frame_mlir.frontends.network.weights import load_weights
+    from frame_mlir.frontends.spec.trainer import train
 
     spec = load_spec(edited(tmp_path, "s", training__steps=12))
     params = train(spec).params
@@ -303,8 +303,8 @@ def test_data_file_trains_on_its_arrays(capsys: pytest.CaptureFixture[str],
                                         tmp_path: Path) -> None:
     """The run equals training with those arrays as the data and the spec's parameters
     (drawn as without --data); float64 and integer arrays are stored as float32."""
-    from frame_mlir.runtime.random import InitialValues
-    from frame_mlir.runtime.trainer import train
+    from frame_mlir.frontends.spec.initial_values import InitialValues
+    from frame_mlir.frontends.spec.trainer import train
     from frame_mlir.tools.driver import format_loss
 
     rng = np.random.default_rng(7)
@@ -375,7 +375,7 @@ def test_piped_output_is_unchanged_by_the_new_machinery(capsys: pytest.CaptureFi
                                                         tmp_path: Path) -> None:
     """Not a terminal: no bar, no summary, and stdout is exactly the lines the trainer's
     results give (what frame-run printed before bars, plots and weights files)."""
-    from frame_mlir.runtime.trainer import train
+    from frame_mlir.frontends.spec.trainer import train
     from frame_mlir.tools.driver import format_loss, format_predictions
 
     spec = load_spec(TINY)
@@ -475,7 +475,7 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, 
     if shutil.which("cmake") is None or CXX is None:
         pytest.skip("cmake and a C++ compiler are needed")
     from frame_mlir.backend.cpp.cmake import target_name
-    from frame_mlir.backend.cpp.program import emit_program
+    from frame_mlir.frontends.spec.program import emit_program
 
     root = tmp_path_factory.mktemp("daily_cpp")
     names = root / "names_dlp.json"

@@ -134,7 +134,7 @@ def test_dslc_check_bad_network(capsys: pytest.CaptureFixture[str],
 
 
 def _known_types() -> list[str]:
-    from frame_mlir.frontend.network.options import OPERATORS
+    from frame_mlir.frontends.network.options import OPERATORS
 
     return list(OPERATORS)
 
@@ -217,7 +217,7 @@ def test_run_held_out_accuracy_save_weights_plot(capsys: pytest.CaptureFixture[s
     rc, out, _ = train(capsys, files, "--epochs", "1", "--weights", weights, "--lr", "0",
                        "--weight-decay", "0", "--save-weights", again)
     assert rc == 0
-    from frame_mlir.frontend.network.weights import load_weights
+    from frame_mlir.frontends.network.weights import load_weights
 
     reloaded = load_weights(again)
     for name in saved.files:
@@ -315,7 +315,7 @@ def test_run_weights_that_do_not_fit(capsys: pytest.CaptureFixture[str], tmp_pat
                                      suffix: str) -> None:
     """Issue 30, defect 11: a network's weights errors had no rule id while a v0 spec's
     are WEIGHTS-001 at FILE:PARAMETER; now the same rule and places for both."""
-    from frame_mlir.frontend.network.weights import save_weights
+    from frame_mlir.frontends.network.weights import save_weights
 
     path = tmp_path / f"w{suffix}"
     save_weights(path, make(_net_params()))
@@ -358,7 +358,7 @@ def test_run_weights_file_errors(capsys: pytest.CaptureFixture[str], tmp_path: P
         assert len(got) == len(lines) and all(g.startswith(w) for g, w in zip(
             got, lines, strict=True)), err
 
-    from frame_mlir.frontend.network import weights
+    from frame_mlir.frontends.network import weights
 
     def refuse(path: object, params: object) -> None:
         raise weights.WeightsError(str(path), ["cannot write weights: Read-only file system"])

@@ -20,10 +20,10 @@ from xdsl.dialects import arith, func, gpu, memref
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp
 from xdsl.passes import ModulePass
 
+from frame_mlir.backend.abi import FunctionSignature
 from frame_mlir.compile_options import CompileOptions
 from frame_mlir.passes.pipeline import gpu_stage_passes
 from frame_mlir.passes.stages import CUDA_STAGES
-from frame_mlir.runtime.executable import FunctionSignature
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,7 @@ def compile_cuda(module: ModuleOp, lr: float | None, *,
     that stage's module (`gpu-llvm`: the device module) or text (`nvvm`: LLVM IR;
     `ptx`: PTX for `arch`) instead of the program.
     """
+    from frame_mlir.backend.abi import signatures
     from frame_mlir.backend.cuda.ptx import (
         device_module,
         kernel_names,
@@ -134,7 +135,6 @@ def compile_cuda(module: ModuleOp, lr: float | None, *,
         to_nvvm_ir,
     )
     from frame_mlir.passes.pipeline import STAGE_NAMES, make_context, run_passes, run_pipeline
-    from frame_mlir.runtime.executable import signatures
 
     cpu_stop = stop_after if stop_after in STAGE_NAMES else "bufferized"
     if stop_after in STAGE_NAMES and STAGE_NAMES.index(stop_after) > STAGE_NAMES.index(

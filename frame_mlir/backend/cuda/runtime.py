@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from frame_mlir.backend.cuda.driver import CudaDevice
     from frame_mlir.compile_options import CompileOptions
-from frame_mlir.runtime.executable import aligned_empty
+from frame_mlir.backend.abi import aligned_empty
 
 
 class Backend(Protocol):

@@ -3,7 +3,7 @@
 A compile (xDSL pipeline, LLVM O3, code generation) costs 0.5-1 s; loading its object
 back costs milliseconds. These kinds of entries share one folder:
 
-* spec entries (`frame_mlir.runtime.trainer.CompiledSpec`): keyed by the validated
+* spec entries (`frame_mlir.frontends.spec.trainer.CompiledSpec`): keyed by the validated
   spec's canonical JSON and the compile options, computed *before* any xDSL import,
   and holding everything a training run needs besides the object (signatures, arena
   sizes, function and parameter names), so a warm run imports neither xDSL nor the

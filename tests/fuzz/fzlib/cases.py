@@ -129,7 +129,8 @@ def spec_train(p: dict[str, Any]) -> dict[str, Any]:
 
     r = run_tool({"tool": "frame-run", "argv": ["spec.json", *p.get("extra", [])],
                   "files": {"spec.json": p["text"].encode()}})
-    from frame_mlir.frontend.spec_v0 import decode_document, spec_from_doc
+    from frame_mlir.frontends.common.json_document import decode_document
+    from frame_mlir.frontends.spec.spec_v0 import spec_from_doc
 
     doc = decode_document(p["text"], "spec.json", values=False)
     spec = spec_from_doc(doc, "spec.json")
@@ -147,8 +148,8 @@ def kyn_train(p: dict[str, Any]) -> dict[str, Any]:
     from frame_mlir.tools.errors import run_cli
 
     def body() -> int:
-        from frame_mlir.kyn.pipeline import load_module
-        from frame_mlir.kyn.run import run_module
+        from frame_mlir.frontends.kyn.pipeline import load_module
+        from frame_mlir.frontends.kyn.run import run_module
 
         module, _ = load_module(p["path"])
         train = replace(module.train, epochs=min(module.train.epochs, p["max_epochs"]))

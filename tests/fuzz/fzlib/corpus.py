@@ -119,7 +119,7 @@ _EXTRA_NETWORKS: tuple[tuple[str, dict[str, Any]], ...] = (
 def networks_by_operator() -> dict[str, tuple[tuple[str, dict[str, Any]], ...]]:
     """Operator type -> the seed networks that have an operator of it (every type with
     options; `_EXTRA_NETWORKS` supply the types no other seed has)."""
-    from frame_mlir.frontend.network.options import OPERATORS
+    from frame_mlir.frontends.network.options import OPERATORS
 
     out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for name, doc in (*networks(), *_EXTRA_NETWORKS):

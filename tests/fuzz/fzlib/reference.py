@@ -27,7 +27,7 @@ def reference_losses(spec: Any) -> dict[str, Any]:
     Returns `{"losses": [...], "max_abs": float, "finite": bool}`; `losses` stops at the
     first non-finite value.
     """
-    from frame_mlir.runtime.random import generate_initial_values
+    from frame_mlir.frontends.spec.initial_values import generate_initial_values
 
     init = generate_initial_values(spec)
     params = {name: v.astype(np.float64) for name, v in init.params}

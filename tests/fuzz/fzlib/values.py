@@ -157,7 +157,7 @@ def mutate_network_options(doc: dict[str, Any], rng: random.Random,
                            operator_type: str | None = None) -> dict[str, Any]:
     """Set one or two options of one operator (of `operator_type`, if given) to values of
     the option's kind, or an output's `loss_weight` to a boundary value."""
-    from frame_mlir.frontend.network.options import OPERATORS
+    from frame_mlir.frontends.network.options import OPERATORS
 
     doc = copy.deepcopy(doc)
     ops = [o for o in doc.get("operators", []) if isinstance(o, dict)
@@ -199,7 +199,7 @@ KYN_FLOATS = ("0", "0.0", "-0.0", "1", "1.0", "0.5", "0.9", "0.999999", "1.00000
 
 def _kyn_value(rng: random.Random, typ: str) -> str:
     """A `.kyn` literal for a value of vocab type `typ` (mostly fitting, some edges)."""
-    from frame_mlir.kyn import vocab
+    from frame_mlir.frontends.kyn import vocab
 
     if typ == "int":
         return rng.choice(KYN_INTS)
@@ -229,7 +229,7 @@ def _kyn_value(rng: random.Random, typ: str) -> str:
 def _kyn_call(rng: random.Random, name: str, args: dict[str, str] | None = None) -> str:
     """`name(k=v, ...)`: the given arguments, one or two of them (or new ones of the
     call) set to values of their type."""
-    from frame_mlir.kyn import vocab
+    from frame_mlir.frontends.kyn import vocab
 
     params = vocab.CALLS.get(name, {})
     args = dict(args or {})
@@ -251,7 +251,7 @@ _ARG = re.compile(r"\s*(\w+)\s*=\s*([^,]*)")
 
 
 def _new_layer(rng: random.Random, kind: str) -> str:
-    from frame_mlir.kyn import vocab
+    from frame_mlir.frontends.kyn import vocab
 
     if kind == "dense":
         n = rng.choice(("1", "2", "4", "8", "16")) if rng.random() < 0.7 \
@@ -268,7 +268,7 @@ def _new_layer(rng: random.Random, kind: str) -> str:
 def mutate_kyn_values(text: str, rng: random.Random) -> str:
     """1-2 value edits of a `.kyn` program: a layer's arguments, a new layer of a random
     kind, a block key's value, or a call's argument (see the module docstring)."""
-    from frame_mlir.kyn import vocab
+    from frame_mlir.frontends.kyn import vocab
 
     key_types = {k: key.type for block in vocab.KEYS.values() for k, key in block.items()}
     for _ in range(rng.choice((1, 1, 2))):
