@@ -1,6 +1,6 @@
 """The protobuf wire format's encoders (varints and fields), shared by the ONNX weights
-writer of the Python API (`api/onnx_weights.py`) and the `.kyn` exporter
-(`kyn/export.py`): ONNX files are protobuf messages, written here without the protobuf
+writer of the Python API (`frontends/api/onnx_weights.py`) and the `.kyn` exporter
+(`frontends/kyn/export.py`): ONNX files are protobuf messages, written here without the protobuf
 library."""
 
 from __future__ import annotations

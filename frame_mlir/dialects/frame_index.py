@@ -22,7 +22,7 @@ torch: the lowering records the check on the function argument that holds the in
 `frame_mlir.runtime.executable.Executable` refuses such a call, naming the op, the
 position and the value, before any code runs. (The kernels themselves match no position
 for such an index: 0 in the result.) scatter_add's indices are checked by the Python API
-(`api/graph.py`, `_index_bounds`).
+(`frontends/api/graph.py`, `_index_bounds`).
 """
 
 from __future__ import annotations

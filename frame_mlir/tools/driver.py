@@ -382,7 +382,7 @@ def load_data_file(path: str, spec: ModelSpec) -> dict[str, np.ndarray]:
 
 
 #: Weights formats by suffix (the ONNX one is the Python API's, the others the JSON
-#: network format's, frontend/network/weights.py).
+#: network format's, frontends/network/weights.py).
 WEIGHT_SUFFIXES = (".npz", ".onnx", ".dlp", ".h5", ".hdf5")
 
 

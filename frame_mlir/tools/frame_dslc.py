@@ -172,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _emit_network(spec: NetworkSpec, args: argparse.Namespace) -> int:
     """`--emit NET.json --out DIR`: the network's C++ training program, for the solver,
-    schedule and seed of the command line (`backend/cpp/network_program.py`). Options
+    schedule and seed of the command line (`frontends/network/program.py`). Options
     that belong to a run are refused all at once (EMIT-001)."""
     from pathlib import Path
 

@@ -45,7 +45,7 @@ SOLVER_DEFAULTS = {"sgd": {"lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4},
 NETWORK_FLAGS = ("epochs", "solver", "momentum", "weight_decay", "schedule", "seed",
                  "semantics")
 
-#: The weights formats a network reads and writes (frontend/network/weights.py).
+#: The weights formats a network reads and writes (frontends/network/weights.py).
 NETWORK_WEIGHT_SUFFIXES = (".dlp", ".h5", ".hdf5", ".npz")
 
 #: `--benchmark`'s untimed and timed iterations, the reference benchmark's (network_bench.py).

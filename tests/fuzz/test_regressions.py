@@ -44,7 +44,7 @@ def _check(tmp_path: Path, doc: Any, capsys: pytest.CaptureFixture[str]) -> tupl
 def test_network_integral_floats_are_integers(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                              where: tuple[Any, ...], value: Any) -> None:
     """JSON Schema calls 3.0 an integer, so the schema accepts it; the loader must then
-    treat it as 3 (NET: frontend/network/options.py, loader.py)."""
+    treat it as 3 (NET: frontends/network/options.py, loader.py)."""
     doc = json.loads(LENET.read_text())
     node = doc
     for key in where[:-1]:

@@ -1,7 +1,7 @@
 """The `.kyn` optimizers and learning-rate schedulers, PyTorch-exact.
 
 Optimizers (`sgd`, `adam`, `adamw`, `rmsprop`) are update functions in frame IR, built
-like `frontend/network/solvers.py`: one function updates every trainable parameter and
+like `frontends/network/solvers.py`: one function updates every trainable parameter and
 its optimizer state in place (each new value is `frame.update %old, <expression>` and the
 old value's argument is donated with `frame.aliasing_output`, so frame-fuse-elementwise
 makes each update one loop writing into the tensor's own buffer). Every hyperparameter

@@ -4,7 +4,7 @@
 
 The batch split: the network's global batch B (the inputs' leading dim) is cut evenly,
 rank r of N taking rows [r*B/N, (r+1)*B/N) of every global batch the one-process
-DataLoader order produces (`frontend/network/data.py` `batches`, shuffled by seed and
+DataLoader order produces (`frontends/network/data.py` `batches`, shuffled by seed and
 epoch), so the samples and their order are one process's (`rank_feed`). N must divide
 B (DP-002, `distributed.local_batch`). Each rank compiles the network at batch B/N
 (`local_network_spec`); the parameters' shapes do not depend on the batch, so every

@@ -8,9 +8,9 @@ its parameters, and training with SGD or Adam.
     outs = trainer.step({"data": x, "label": y})           # outputs before the update
 
 Functions are compiled when first needed, each from IR the frontend builds
-(`frontend/network/lower.py`) through the shared pipeline: the training function and
+(`frontends/network/lower.py`) through the shared pipeline: the training function and
 its gradient (frame-autodiff) for `gradients` and `Trainer.step`, the test-mode
-function for `forward`, the solver's update function (`frontend/network/solvers.py`)
+function for `forward`, the solver's update function (`frontends/network/solvers.py`)
 for a trainer. numpy owns the buffers; every forward, backward and update computation
 runs in the generated code. Parameters (and BatchNorm running statistics) live in one
 host buffer each, updated in place by the compiled code.

@@ -2,8 +2,8 @@
 
 `emit_network_program(spec, out_dir, solver)` builds what `Network` and `Trainer`
 compile for `frame-run NET --data ...` -- the training function with its gradient
-(`frontend/network/lower.py`) and the solver's update function
-(`frontend/network/solvers.py`) -- runs them through the shared pipeline to the `loops`
+(`frontends/network/lower.py`) and the solver's update function
+(`frontends/network/solvers.py`) -- runs them through the shared pipeline to the `loops`
 stage, translates them with the op-by-op emitter (`emitter.py`, the JIT's kernels) and
 adds a `main()` that does what `tools/network_run.run_network` does around the JIT:
 
@@ -12,10 +12,10 @@ adds a `main()` that does what `tools/network_run.run_network` does around the J
   here) drawing `uniform(-r, r)` in double, rounded to float, in declaration order;
   fills for the rest;
 * the training data: one `.npy` file per network input, in declaration order, checked
-  and converted as `frontend/network/data.py` checks a `.npz` (float inputs -> float32,
+  and converted as `frontends/network/data.py` checks a `.npz` (float inputs -> float32,
   int inputs -> int32, labels in range); without files, the random batch of
   `frame-run NET --benchmark` (`data.random_feed`: one `std::mt19937(seed mod 2^32)`);
-* each epoch in the DataLoader order (`data/shuffle.py`: libstdc++'s `std::shuffle`
+* each epoch in the DataLoader order (`runtime/shuffle.py`: libstdc++'s `std::shuffle`
   by `std::mt19937_64(seed ^ epoch)`, written out so any standard library gives it),
   the full batches gathered into staging buffers, the gradient function, the objective
   (Σ loss_weight · Σ elements, in double, summed in numpy's pairwise order), the
@@ -421,7 +421,7 @@ static std::string frame_npy_field(const std::string& header, const char* key) {
 }
 
 // Reads one .npy array for `in` into `out` (float32 or int32 words), checking and
-// converting it as frame-run's `--data` does (frontend/network/data.py: _convert).
+// converting it as frame-run's `--data` does (frontends/network/data.py: _convert).
 static bool frame_read_npy(const char* program, const std::string& path,
                            const FrameInput& in, std::vector<std::uint32_t>& out,
                            std::int64_t& samples) {

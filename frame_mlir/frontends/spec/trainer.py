@@ -210,7 +210,7 @@ class CompiledSpec:
         self.forward_fn = self.executable.function(name)
         self.predict_fn = self.executable.function(self.predict_function)
         self.loop_sig: FunctionSignature | None = sigs.get(f"{name}_train_loop")
-        if self.data_parallel:  # the two halves of the step (runtime/data_parallel.py)
+        if self.data_parallel:  # the two halves of the step (frontends/spec/data_parallel.py)
             self.grad_sig, self.update_sig = (sigs[n] for n in self._step_names(name))
             self.step_sig = self.grad_sig  # what check_host_memory reads
             self.loop_fn = None

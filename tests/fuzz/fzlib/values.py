@@ -5,7 +5,7 @@ The structural mutators (`mutate.py`) mostly break a document's shape, which its
 refuses; these keep it valid except for one or two numbers, so that what validation
 accepts reaches the compiler. Each frontend's mutator knows its option kinds:
 
-- networks: every option of every operator type (`frontend/network/options.OPERATORS`:
+- networks: every option of every operator type (`frontends/network/options.OPERATORS`:
   ints, pairs, numbers, bools, lists, enums) and the outputs' `loss_weight`; pairs
   of related options (Hardtanh min_val / max_val, Slice begin / end) set together, so
   min > max and min == max occur;
