@@ -1,2 +1,3 @@
 """The `.kyn` language: parser, checker, lowering to frame IR, native trainer, formatter,
-language server and exporters (docs/kyn.md); its command line is `frame-kyn` (`cli.py`)."""
+language server and exporters (docs/kyn.md); its command line is `frame-kyn`
+(`tools/frame_kyn.py`)."""
