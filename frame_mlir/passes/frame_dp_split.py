@@ -47,7 +47,7 @@ from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from frame_mlir.dialects import frame
+from frame_mlir.optim.fused import sgd_update
 from frame_mlir.passes.common import fail, set_arg_attr
 from frame_mlir.passes.frame_autodiff import LAYER, STAGE
 from frame_mlir.passes.frame_sgd_fuse import gradient_function, learning_rate
@@ -102,7 +102,7 @@ class FrameDpSplit(ModulePass):
         body = Block(arg_types=[*ptypes, *(g.type for g in grads)])
         results: list[SSAValue] = []
         for k, i in enumerate(pidx):
-            upd = frame.SgdUpdateOp(body.args[k], body.args[len(pidx) + k], lr)
+            upd = sgd_update(body.args[k], body.args[len(pidx) + k], lr)
             upd.attributes[LAYER] = attrs[i].data["frame.param"]
             upd.attributes[STAGE] = builtin.StringAttr("update")
             body.add_op(upd)

@@ -2,11 +2,12 @@
 
 Expects: `@f_grad` functions made by frame-autodiff, returning
 `(loss, g1, ..., gn)` for the parameters p1..pn (arguments marked `frame.param`).
-Does: replaces each gradient result gi with `frame.sgd_update pi, gi {lr}`,
-placed after every gradient has been computed (so no later op reads the old
-parameter), renames the function `@f_train_step`, and marks each parameter
-argument `frame.aliasing_output = <result index>`: bufferization then writes the
-new value into the parameter's own buffer, updating it in place.
+Does: replaces each gradient result gi with `frame.sgd_update pi, gi {lr}` (the
+optimizer library's plain SGD step, `frame_mlir/optim/fused.py`), placed after every
+gradient has been computed (so no later op reads the old parameter), renames the
+function `@f_train_step`, and marks each parameter argument `frame.aliasing_output =
+<result index>`: bufferization then writes the new value into the parameter's own
+buffer, updating it in place.
 Guarantees: gradients are no longer function results, so they need not be
 materialised; a train step returns `(loss, p1', ..., pn')` with pi' aliased to pi.
 """
@@ -23,7 +24,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
-from frame_mlir.dialects import frame
+from frame_mlir.optim.fused import sgd_update
 from frame_mlir.passes.common import fail, set_arg_attr, update_function_type
 from frame_mlir.passes.frame_autodiff import LAYER, STAGE, param_indices
 
@@ -52,7 +53,7 @@ class FrameSgdFuse(ModulePass):
             outputs: list[SSAValue] = [ret.operands[0]]
             for k, (i, g) in enumerate(zip(pidx, ret.operands[1:], strict=True)):
                 try:
-                    upd = frame.SgdUpdateOp(block.args[i], g, lr)
+                    upd = sgd_update(block.args[i], g, lr)
                 except VerifyException as err:  # e.g. a gradient of the wrong shape
                     raise fail(self.name, ret, str(err)) from None
                 upd.attributes[LAYER] = fn.arg_attrs.data[i].data["frame.param"]  # type: ignore[union-attr]

@@ -485,14 +485,16 @@ def _load_checkpoint(path: str, model: str, run_id: str, net: Network, solver_ki
                      epochs: int) -> Checkpoint:
     """`--resume path`: a checkpoint of this run (CKPT-002 otherwise) holding every
     parameter and solver state of this network, and its history (CKPT-001 otherwise)."""
-    from frame_mlir.frontends.network.solvers import STATES
+    from frame_mlir.frontends.network.model import update_config
+    from frame_mlir.optim import state_names
     from frame_mlir.runtime.checkpoint import Checkpoint, CheckpointError, check_arrays
 
     ck = Checkpoint.load(path, model, run_id)
     check_arrays(path, "param", ck.params, {p.name: p.shape for p in net.param_infos})
     shapes = {p.name: p.shape for p in net.param_infos}
+    kinds = state_names(update_config(solver_kind))
     check_arrays(path, "state", ck.state, {_state_name(k, p): shapes[p]
-                                           for k in STATES[solver_kind] for p in net.trainable})
+                                           for k in kinds for p in net.trainable})
     h = ck.history
     entries = h.get("epochs")
     ok = (isinstance(entries, list) and len(entries) == ck.step

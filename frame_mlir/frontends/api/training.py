@@ -2,7 +2,8 @@
 
 `build_backward_graph` runs `frame-autodiff` (the pass frame-run uses, with its VJP
 table) on a snapshot of the forward graph; `build_sgd_update_graph` builds the update
-`p + (-lr) * g` on the dialect's `frame.sgd_update` op. Both return new Graphs that
+`p + (-lr) * g` on the dialect's `frame.sgd_update` op, as the optimizer library
+(`frame_mlir/optim/fused.py`) makes it. Both return new Graphs that
 compile like any other.
 """
 
@@ -19,6 +20,7 @@ from frame_mlir.dialects import frame
 from frame_mlir.frontends.api import ops
 from frame_mlir.frontends.api.graph import Graph, Value, _arg_dtype, _dims, _dtype
 from frame_mlir.frontends.api.tensor import DType, check_backend
+from frame_mlir.optim import rounded_sgd_update
 from frame_mlir.passes.common import set_arg_attr
 from frame_mlir.passes.frame_autodiff import LOSS_INDEX, FrameAutodiff
 from frame_mlir.passes.frame_shape_inference import FrameShapeInference
@@ -218,27 +220,17 @@ def _sgd_step(g: Graph, p: Value, grad: Value, lr: float, dims: tuple[int, ...],
               backend: str) -> Value:
     """`p + (-lr) * grad` as the dialect's `frame.sgd_update`, bit for bit the sheet's
     reference `add(p, mul(constant(-lr), grad))`, which rounds -lr, the product and the
-    sum to the parameter's dtype.
-
-    `frame.sgd_update {lr}` computes `p + (-lr) * g` in f32 and rounds once. In float32
-    that IS the reference when lr is a positive normal float32 (the op's verifier asks
-    for lr > 0 and finite). Otherwise -- a float16/bfloat16 parameter, whose product the
-    reference rounds to that dtype, or an lr <= 0 or outside float32's range, which the
-    op cannot hold -- the step is rounded first: `s = mul(constant(lr), grad)` in the
-    parameter's dtype, then `sgd_update(p, s, lr=1)` = `p - s`. That is bit-identical as
-    well: round-to-nearest-even is symmetric, so `-round(lr) * g` rounds to
-    `-round(round(lr) * g)`, and `p - s` is exactly `p + (-s)`.
+    sum to the parameter's dtype (`frame_mlir.optim.rounded_sgd_update` says how): when
+    the op alone cannot be that, the step `mul(constant(lr), grad)` is made first here,
+    in the parameter's dtype.
     """
-    if dt == DType.float32 and _F32_TINY <= lr <= frame.F32_MAX:
-        return g._emit(frame.SgdUpdateOp(p._ssa, grad._ssa, lr), dt)
-    # One value, rounded as `ops.constant` rounds it (float64 -> float32 -> dt), made a
-    # splat of `dims` by `Graph._constant`: a list of prod(dims) copies of lr was a
-    # MemoryError without a message for a parameter of 2^31 x 90 elements (fuzzing).
-    lr_const = g._constant(np.array([lr], np.float64).astype(np.float32), dims, dt, backend)
-    step = ops.mul(g, lr_const, grad)
-    return g._emit(frame.SgdUpdateOp(p._ssa, step._ssa, 1.0), dt)
+    def scaled_grad() -> SSAValue:
+        # One value, rounded as `ops.constant` rounds it (float64 -> float32 -> dt), made
+        # a splat of `dims` by `Graph._constant`: a list of prod(dims) copies of lr was a
+        # MemoryError without a message for a parameter of 2^31 x 90 elements (fuzzing).
+        lr_const = g._constant(np.array([lr], np.float64).astype(np.float32), dims, dt,
+                               backend)
+        return ops.mul(g, lr_const, grad)._ssa
 
-
-#: The smallest normal float32: a smaller lr would be a subnormal (or zero) f32 attribute;
-#: the step-first form computes those exactly without relying on how one is kept.
-_F32_TINY = float(np.finfo(np.float32).tiny)
+    return g._emit(rounded_sgd_update(p._ssa, grad._ssa, lr, float32=dt == DType.float32,
+                                      scaled_grad=scaled_grad), dt)

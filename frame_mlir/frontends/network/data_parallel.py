@@ -17,8 +17,8 @@ One step (`DpTrainer.step`):
    ONE flat float32 buffer -- its out-buffers (and the statistics' in-place buffers)
    are views into it, so nothing is copied;
 2. one `MPI_Allreduce` sums that buffer over the ranks;
-3. the compiled update function (`solvers.build_update_function` with `grad_scale =
-   1/N`) scales the summed gradients by 1/N as its first op -- the mean over the
+3. the compiled update function (`frame_mlir.optim.build_update_function` with
+   `grad_scale = 1/N`) scales the summed gradients by 1/N as its first op -- the mean over the
    global batch, taken in the compiled code and exact for a power-of-two N -- then
    runs the solver, and scales the summed running statistics by 1/N (their mean).
 
@@ -155,8 +155,8 @@ class DpTrainer:
 
     def __init__(self, network: Network, solver: SGD | Adam, job: Job,
                  reductions: Mapping[str, str], weights: Mapping[str, float]):
-        from frame_mlir.frontends.network.model import SGD, Adam
-        from frame_mlir.frontends.network.solvers import STATES, build_update_function
+        from frame_mlir import optim
+        from frame_mlir.frontends.network.model import SGD, Adam, update_config
 
         if not isinstance(solver, SGD | Adam):
             raise TypeError(f"trainer: expected frame_mlir.network.SGD or Adam, found "
@@ -203,14 +203,14 @@ class DpTrainer:
         fn_name = f"{network._train_fn.fn.sym_name.data}_{solver.kind}"
         # One rank: exactly one process's update function (no scale, no statistics),
         # so `--data-parallel` on one rank gives one process's bits.
-        fn = build_update_function(fn_name, solver.kind, shapes,
-                                   grad_scale=None if n == 1 else 1.0 / n,
-                                   stats=() if n == 1 else stats)
+        fn = optim.build_update_function(fn_name, update_config(solver.kind), shapes,
+                                         grad_scale=None if n == 1 else 1.0 / n,
+                                         stats=() if n == 1 else stats)
         ex = network._compile([fn])
         self._update = BoundFunction(ex, ex.signatures[fn_name])
         self._ex = ex
         self.state = {k: {p: np.zeros(network._params[p].shape, np.float32) for p in names}
-                      for k in STATES[solver.kind]}
+                      for k in optim.state_names(update_config(solver.kind))}
         self._hyper = [np.zeros((), np.float32) for _ in solver.hyper(1)]
         self._names = names
         self._grad_views = [grad.outputs[first + k] for k in range(len(names))]

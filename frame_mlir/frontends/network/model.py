@@ -10,8 +10,8 @@ its parameters, and training with SGD or Adam.
 Functions are compiled when first needed, each from IR the frontend builds
 (`frontends/network/lower.py`) through the shared pipeline: the training function and
 its gradient (frame-autodiff) for `gradients` and `Trainer.step`, the test-mode
-function for `forward`, the solver's update function (`frontends/network/solvers.py`)
-for a trainer. numpy owns the buffers; every forward, backward and update computation
+function for `forward`, the solver's update function (the optimizer library's,
+`frame_mlir/optim/`, in the reference format's formulas) for a trainer. numpy owns the buffers; every forward, backward and update computation
 runs in the generated code. Parameters (and BatchNorm running statistics) live in one
 host buffer each, updated in place by the compiled code.
 """
@@ -35,6 +35,7 @@ from frame_mlir.runtime.executable import (
 )
 
 if TYPE_CHECKING:
+    from frame_mlir import optim
     from frame_mlir.compile_options import CompileOptions
     from frame_mlir.frontends.network.lower import ArgRole, BuiltFunction, ParamInfo
     from frame_mlir.runtime.executable import Executable
@@ -98,11 +99,20 @@ class SGD:
             raise ValueError(f"SGD semantics: expected 'dlprim' or 'torch', found "
                              f"{self.semantics!r}")
 
+    def config(self) -> optim.SGD:
+        """This solver's fields as the optimizer library's config: the reference
+        format's SGD formula, whose one update function takes both conventions."""
+        from frame_mlir import optim
+
+        return optim.SGD(lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay,
+                         formula="reference", weight_decay_convention=(
+                             "torch" if self.semantics == "torch" else "reference"))
+
     def hyper(self, t: int) -> list[float]:
         """(lr, momentum, decay_grad, keep) for step t (1-based)."""
-        if self.semantics == "torch":
-            return [self.lr, self.momentum, self.weight_decay, 1.0]
-        return [self.lr, self.momentum, 0.0, 1.0 - self.weight_decay]
+        from frame_mlir import optim
+
+        return optim.OptimizerRuntime(self.config()).hyper(t)
 
 
 @dataclass
@@ -126,11 +136,33 @@ class Adam:
         _number("Adam eps", self.eps, 0.0, lo_open=True)
         _number("Adam weight_decay", self.weight_decay, 0.0)
 
+    def config(self) -> optim.Adam:
+        """This solver's fields as the optimizer library's config (the reference
+        format's Adam formula)."""
+        from frame_mlir import optim
+
+        return optim.Adam(lr=self.lr, betas=(self.beta1, self.beta2), eps=self.eps,
+                          weight_decay=self.weight_decay, formula="reference")
+
     def hyper(self, t: int) -> list[float]:
-        bc1 = 1.0 - self.beta1 ** t
-        bc2 = 1.0 - self.beta2 ** t
-        return [self.weight_decay, self.beta1, 1.0 - self.beta1, self.beta2,
-                1.0 - self.beta2, self.lr / bc1, math.sqrt(bc2), self.eps]
+        """(decay, beta1, 1 - beta1, beta2, 1 - beta2, lr / (1 - beta1^t),
+        sqrt(1 - beta2^t), eps) for step t (1-based)."""
+        from frame_mlir import optim
+
+        return optim.OptimizerRuntime(self.config()).hyper(t)
+
+
+def update_config(kind: str) -> optim.SGD | optim.Adam:
+    """The optimizer library's config whose update function serves solver `kind`
+    ("sgd" or "adam"): its structure does not depend on the solver's fields, which are
+    run-time inputs (`SGD.hyper`, `Adam.hyper`)."""
+    from frame_mlir import optim
+
+    if kind == "sgd":
+        return optim.SGD(formula="reference")
+    if kind == "adam":
+        return optim.Adam(formula="reference")
+    raise ValueError(f"unknown solver {kind!r}: expected 'sgd' or 'adam'")
 
 
 def load(source: str | Path | Mapping[str, Any], *, seed: int = 0,
@@ -401,19 +433,19 @@ class Trainer:
         self.network = network
         self.solver = solver
         self.t = 0
-        from frame_mlir.frontends.network.solvers import STATES, build_update_function
+        from frame_mlir import optim
 
         names = network.trainable
         if not names:
             raise ValueError("trainer: the network has no trainable parameter")
         shapes = [(n, network._params[n].shape) for n in names]
         fn_name = f"{network._train_fn.fn.sym_name.data}_{solver.kind}"
-        fn = build_update_function(fn_name, solver.kind, shapes)
+        fn = optim.build_update_function(fn_name, update_config(solver.kind), shapes)
         ex = network._compile([fn])
         self._update = BoundFunction(ex, ex.signatures[fn_name])
         self._ex = ex
         self.state = {k: {n: np.zeros(network._params[n].shape, np.float32) for n in names}
-                      for k in STATES[solver.kind]}
+                      for k in optim.state_names(update_config(solver.kind))}
         self._hyper = [np.zeros((), np.float32) for _ in solver.hyper(1)]
         self._diverged = not warn_divergence  # warned once, or never
 

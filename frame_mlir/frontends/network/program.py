@@ -3,7 +3,7 @@
 `emit_network_program(spec, out_dir, solver)` builds what `Network` and `Trainer`
 compile for `frame-run NET --data ...` -- the training function with its gradient
 (`frontends/network/lower.py`) and the solver's update function
-(`frontends/network/solvers.py`) -- runs them through the shared pipeline to the `loops`
+(the optimizer library's, `frame_mlir/optim/`) -- runs them through the shared pipeline to the `loops`
 stage, translates them with the op-by-op emitter (`emitter.py`, the JIT's kernels) and
 adds a `main()` that does what `tools/network_run.run_network` does around the JIT:
 
@@ -62,7 +62,8 @@ from frame_mlir.backend.cpp.program_support import (
     tensors_dlp_header,
 )
 from frame_mlir.frontends.network.lower import BuiltFunction, build_function, label_classes
-from frame_mlir.frontends.network.solvers import STATES, build_update_function
+from frame_mlir.frontends.network.model import update_config
+from frame_mlir.optim import build_update_function, state_names
 from frame_mlir.passes.pipeline import run_pipeline, vector_lanes
 from frame_mlir.runtime.executable import ArgInfo, FunctionSignature, signatures
 
@@ -105,8 +106,8 @@ def lower_network_to_loops(spec: NetworkSpec, solver_kind: str,
     if not trainable:
         raise ValueError(f"{spec.source}: the network has no trainable parameter")
     update = f"{name}_{solver_kind}"
-    module = builtin.ModuleOp([built.fn, build_update_function(update, solver_kind,
-                                                                trainable)])
+    module = builtin.ModuleOp([built.fn, build_update_function(
+        update, update_config(solver_kind), trainable)])
     # The program has no profiler runtime to call (FRAME_PROFILE is the JIT's).
     options = replace(options or CompileOptions(), profile=False)
     run_pipeline(module, None, stop_after="loops", options=options)
@@ -870,9 +871,9 @@ class _NetworkMainWriter(MainWriterBase):
         trainable = [p.name for p in built.params if p.trainable]
         first = len(built.outputs) + 1 + len(built.stats)
         self.line("// Solver state (zeros) and hyperparameters of the update function.")
-        states = {k: [self.names.fresh(f"{p}_{k}") for p in trainable]
-                  for k in STATES[solver.kind]}
-        for k in STATES[solver.kind]:
+        kinds = state_names(update_config(solver.kind))
+        states = {k: [self.names.fresh(f"{p}_{k}") for p in trainable] for k in kinds}
+        for k in kinds:
             for p, name in zip(trainable, states[k], strict=True):
                 self.line(f"alignas(64) static float {name}[{size_expr(shapes[p])}];")
         n_hyper = len(solver.hyper(1))
@@ -880,7 +881,7 @@ class _NetworkMainWriter(MainWriterBase):
         self.line(f"alignas(64) static float {hyper}[{n_hyper}];")
         update_bufs = [params[p] for p in trainable]
         update_bufs += [outputs[first + k] for k in range(len(trainable))]
-        update_bufs += [name for k in STATES[solver.kind] for name in states[k]]
+        update_bufs += [name for k in kinds for name in states[k]]
         update_bufs += [f"&{hyper}[{i}]" for i in range(n_hyper)]
         it = iter(update_bufs)
         update_args = [arena if a.kind == "arena" else next(it) for a in update_sig.args]
