@@ -35,7 +35,7 @@ from frame_mlir.frontends.spec.spec import ModelSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 NETWORKS = ROOT / "testdata" / "networks"
-SCHEMA_FILE = ROOT / "frame_mlir" / "frontend" / "network" / "network_schema.json"
+SCHEMA_FILE = ROOT / "frame_mlir" / "frontends" / "network" / "network_schema.json"
 
 BASE: dict[str, Any] = {
     "inputs": [{"name": "data", "shape": [4, 3]},

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from frame_mlir.frontends.spec.initial_values import generate_initial_values
 from frame_mlir.frontends.spec.spec_v0 import load_spec
 from frame_mlir.runtime.random import (
     MT19937,
-    generate_initial_values,
     mt19937_init_state,
     uniform_float32,
 )

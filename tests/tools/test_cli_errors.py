@@ -116,23 +116,24 @@ def test_a_spec_too_large_for_memory_draws_nothing(tmp_path: Path,
     8 GiB of them took 40 s before the refusal)."""
     path = _big_spec(tmp_path)
     _skip_unless_too_large()
-    from frame_mlir.runtime import random as frame_random
+    from frame_mlir.frontends.spec import initial_values
     from frame_mlir.tools.frame_run import main
 
     def no_draws(spec: object) -> None:
         raise AssertionError("initial values drawn before the memory check")
 
-    monkeypatch.setattr(frame_random, "generate_initial_values", no_draws)
+    monkeypatch.setattr(initial_values, "generate_initial_values", no_draws)
     assert main([str(path), "--no-cache"]) == 1
     assert "RT-001: out of memory" in capsys.readouterr().err
 
 
 def test_an_oversized_spec_file_is_cut_off(monkeypatch: pytest.MonkeyPatch,
                                            tmp_path: Path) -> None:
+    from frame_mlir.frontends.common import json_document
     from frame_mlir.frontends.common.errors import SpecError
     from frame_mlir.frontends.spec import spec_v0
 
-    monkeypatch.setattr(spec_v0, "MAX_SPEC_BYTES", 1 << 16)
+    monkeypatch.setattr(json_document, "MAX_SPEC_BYTES", 1 << 16)
     big = tmp_path / "big.json"
     big.write_bytes(b" " * ((1 << 16) + 1))
     with pytest.raises(SpecError) as info:
