@@ -137,6 +137,7 @@ def run_v0(spec: ModelSpec, out: TextIO, *, job: Job | None, files: RunFiles,
         logged_steps,
     )
     from frame_mlir.runtime.checkpoint import Checkpoint, check_arrays, digest
+    from frame_mlir.runtime.training import checkpoint_chunks, read_checkpoint
     from frame_mlir.tools.driver import (
         check_run_outputs,
         finish_losses,
@@ -184,7 +185,7 @@ def run_v0(spec: ModelSpec, out: TextIO, *, job: Job | None, files: RunFiles,
     losses = np.zeros(steps, dtype=np.float32)
     first = 0
     if resume is not None:
-        ck = Checkpoint.load(resume, spec.name, run_id)
+        ck = read_checkpoint(resume, spec.name, run_id)  # on every rank
         check_arrays(resume, "param", ck.params,
                      dict(zip(spec.param_names(), spec.param_shapes(), strict=True)))
         first = min(ck.step, steps)
@@ -200,16 +201,15 @@ def run_v0(spec: ModelSpec, out: TextIO, *, job: Job | None, files: RunFiles,
     if job is not None:  # every rank compiled and set up: the steps start together
         job.barrier("the start of training (every rank compiling its step)")
     t_train = time.perf_counter()
-    while first < steps:
-        n = steps - first if every is None else min(every - first % every, steps - first)
-        losses[first:first + n] = session.run(first, n)
-        first += n
-        if every is not None and first % every == 0:
+    for start, n in checkpoint_chunks(first, steps, every):
+        losses[start:start + n] = session.run(start, n)
+        done = start + n
+        if every is not None and done % every == 0:
             params = session.params()  # a collective: every rank takes part
             if root:
                 assert checkpoint is not None and params is not None
-                Checkpoint(spec.name, run_id, first, params,
-                           history={"losses": [float(v) for v in losses[:first]]}
+                Checkpoint(spec.name, run_id, done, params,
+                           history={"losses": [float(v) for v in losses[:done]]}
                            ).save(checkpoint)
     train_seconds = time.perf_counter() - t_train
     if job is not None and os.environ.get("FRAME_DP_PROFILE") == "1":

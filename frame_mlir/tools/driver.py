@@ -629,14 +629,13 @@ def finish_losses(out: TextIO, losses: np.ndarray, spec: ModelSpec, tool: str) -
     """`final_loss V`, and on stderr a warning naming the first step whose loss was not
     finite: not an input error (the run did what the spec says), but nan lines alone
     leave the user guessing where it went wrong."""
+    from frame_mlir.runtime.training import DivergenceWatch
+
     out.write(f"final_loss {format_loss(float(losses[-1]))}\n")
-    bad = np.flatnonzero(~np.isfinite(losses))
-    if bad.size:
-        step = int(bad[0])
-        sys.stderr.write(
-            f"{tool}: warning: training diverged: the loss first became "
-            f"{format_loss(float(losses[step]))} at step {step} "
-            f"(learning_rate {spec.optimizer.learning_rate:g} may be too large)\n")
+    DivergenceWatch(sys.stderr.write).check_all(losses, lambda step, v: (
+        f"{tool}: warning: training diverged: the loss first became {format_loss(v)} at "
+        f"step {step} (learning_rate {spec.optimizer.learning_rate:g} may be too "
+        "large)\n"))
 
 
 #: The wall time one native call of the train loop aims at while a bar is drawn: the bar

@@ -477,23 +477,20 @@ def _data_hash(data: DataSource) -> str:
     return h.hexdigest()
 
 
-def _state_name(kind: str, param: str) -> str:
-    return f"{kind}/{param}"
-
-
 def _load_checkpoint(path: str, model: str, run_id: str, net: Network, solver_kind: str,
                      epochs: int) -> Checkpoint:
     """`--resume path`: a checkpoint of this run (CKPT-002 otherwise) holding every
     parameter and solver state of this network, and its history (CKPT-001 otherwise)."""
     from frame_mlir.frontends.network.model import update_config
     from frame_mlir.optim import state_names
-    from frame_mlir.runtime.checkpoint import Checkpoint, CheckpointError, check_arrays
+    from frame_mlir.runtime.checkpoint import CheckpointError, check_arrays
+    from frame_mlir.runtime.training import OptimizerState, read_checkpoint
 
-    ck = Checkpoint.load(path, model, run_id)
+    ck = read_checkpoint(path, model, run_id)  # on every rank
     check_arrays(path, "param", ck.params, {p.name: p.shape for p in net.param_infos})
     shapes = {p.name: p.shape for p in net.param_infos}
     kinds = state_names(update_config(solver_kind))
-    check_arrays(path, "state", ck.state, {_state_name(k, p): shapes[p]
+    check_arrays(path, "state", ck.state, {OptimizerState.key(k, p): shapes[p]
                                            for k in kinds for p in net.trainable})
     h = ck.history
     entries = h.get("epochs")
@@ -518,9 +515,7 @@ def _restore(ck: Checkpoint, net: Network, trainer: Any
     """Put a checkpoint's parameters and solver state in place; (epochs done, their
     history, steps done, the last step's loss)."""
     net.set_parameters(ck.params)
-    for kind, per_param in trainer.state.items():
-        for p, buf in per_param.items():
-            np.copyto(buf, ck.state[_state_name(kind, p)])
+    trainer.optimizer.load(ck.state)  # checked by _load_checkpoint
     steps = int(ck.history["steps"])
     trainer.t = steps  # Adam's bias corrections go on from the step reached
     history = [{"epoch": int(e["epoch"]), "loss": float(e["loss"]),
@@ -535,9 +530,7 @@ def _save_checkpoint(path: str, model: str, run_id: str, epochs_done: int, net: 
     """Write the run's state after `epochs_done` epochs (atomically)."""
     from frame_mlir.runtime.checkpoint import Checkpoint
 
-    state = {_state_name(kind, p): buf.copy()
-             for kind, per_param in trainer.state.items() for p, buf in per_param.items()}
-    Checkpoint(model, run_id, epochs_done, net.parameters(), state,
+    Checkpoint(model, run_id, epochs_done, net.parameters(), trainer.optimizer.arrays(),
                history={"epochs": list(history), "steps": steps, "final_loss": final}
                ).save(path)
 

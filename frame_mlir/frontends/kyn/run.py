@@ -122,9 +122,10 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
         version,
         write_json_atomic,
     )
-    from frame_mlir.runtime.checkpoint import Checkpoint, digest
+    from frame_mlir.runtime.checkpoint import digest
     from frame_mlir.runtime.executable import ENV_CACHE
     from frame_mlir.runtime.progress import progress
+    from frame_mlir.runtime.training import read_checkpoint
 
     out = stdout or sys.stdout
     err = stderr or sys.stderr
@@ -146,10 +147,7 @@ def run_module(module: KynModule, out_dir: str | Path = ".", *, seed: int | None
     loaded: tuple[Checkpoint, str] | None = None
     if resume is not None:  # before the compile: a wrong file fails at once. Rank 0
         # reads it (the rank that writes them) and sends it to the others.
-        ck = Checkpoint.load(resume, module.model.name, run_id) if root else None
-        ck = job.bcast(ck, f"the checkpoint {resume}") if job is not None else ck
-        assert ck is not None
-        loaded = (ck, resume)
+        loaded = (read_checkpoint(resume, module.model.name, run_id, job), resume)
     data = load_data(module)
     trainer = KynTrainer(module, len(data["x_train"]), len(data["x_test"]), seed=seed,
                          options=options,

@@ -47,6 +47,7 @@ from frame_mlir.runtime.distributed.flat import flat_buffer
 from frame_mlir.runtime.executable import ENV_CACHE, BoundFunction
 from frame_mlir.runtime.random import MT19937, uniform_float32
 from frame_mlir.runtime.shuffle import epoch_order
+from frame_mlir.runtime.training import DivergenceWatch, OptimizerState, compile_step_module
 
 if TYPE_CHECKING:
     from frame_mlir.runtime.checkpoint import Checkpoint
@@ -306,7 +307,6 @@ class KynTrainer:
                          for j, layer in enumerate(module.model.layers[1:])
                          if layer.kind == "dropout" and layer.rate > 0]
         self.num_batches_tracked = dict.fromkeys(self.bn_layers, 0)
-        self.t = 0
         self.rng = np.random.Generator(np.random.PCG64(self.seed))
         start = time.perf_counter()
         self._compile(options, cache, after_pass)
@@ -321,20 +321,14 @@ class KynTrainer:
 
     def _compile_step(self, options: Any, cache: Any, after_pass: Any) -> None:
         from frame_mlir import timing
-        from frame_mlir.runtime.executable import compile_module
 
         m = self.module
         with timing.section("frontend"):
             fns = step_functions(m, list(self.shares), max(self.n_test, 1), self.opt,
                                  rank=self.rank, ranks=self.ranks)
-        if self.target == "cpu":
-            ex = compile_module(fns.module(), options=options, after_pass=after_pass,
-                                cache=cache)
-        else:  # the same functions as CUDA kernels, behind the Executable interface
-            from frame_mlir.backend.cuda.runtime import compile_module_cuda
-
-            ex = compile_module_cuda(fns.module(), target=self.target, options=options,
-                                     after_pass=after_pass)
+        # "cuda": the same functions as CUDA kernels, behind the Executable interface
+        ex = compile_step_module(fns.module(), target=self.target, options=options,
+                                 after_pass=after_pass, cache=cache)
         self._ex = ex  # the JIT module owns the code the bound functions call
         self.eval_built = fns.eval
         n_in = m.model.input_size
@@ -347,9 +341,10 @@ class KynTrainer:
             [self.params[n].shape for n in self.trainable])
         #: global batch size -> this rank's staging buffers (x, y, dropout masks)
         self.stage: dict[int, tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]] = {}
-        self.state = {k: {n: np.zeros(self.params[n].shape, np.float32)
-                          for n in self.trainable} for k in self.opt.states}
-        self.hyper = [np.zeros((), np.float32) for _ in self.opt.hyper_names]
+        #: the optimizer's state buffers, hyperparameters and step count
+        self.optimizer = OptimizerState(
+            self.opt.states, {n: self.params[n].shape for n in self.trainable},
+            len(self.opt.hyper_names))
         self.grad_fns: dict[int, BoundFunction] = {}
         for g, built in fns.trains.items():
             b = self.shares[g].rows
@@ -366,10 +361,7 @@ class KynTrainer:
                        if a[0] == "mask" else self.params[a[1]] for a in built.args])
             self.grad_fns[g] = grad
         self.update_fn = BoundFunction(ex, ex.signatures[fns.update.sym_name.data])
-        self.update_fn.bind([
-            *(self.params[n] for n in self.trainable), *self.grads,
-            *(self.state[k][n] for k in self.opt.states for n in self.trainable),
-            *self.hyper])
+        self.update_fn.bind(self.optimizer.update_args(self.params, self.grads))
         e = self.eval_built
         nt = max(self.n_test, 1)
         self.eval_x = np.zeros((nt, n_in), np.float32)
@@ -377,6 +369,25 @@ class KynTrainer:
         self.eval_fn = BoundFunction(ex, ex.signatures[e.fn.sym_name.data])
         self.eval_fn.bind([self.eval_x if a[0] == "x" else self.eval_y if a[0] == "y"
                            else self.params[a[1]] for a in e.args])
+
+    @property
+    def t(self) -> int:
+        """The number of optimizer steps taken."""
+        return self.optimizer.t
+
+    @t.setter
+    def t(self, value: int) -> None:
+        self.optimizer.t = value
+
+    @property
+    def state(self) -> dict[str, dict[str, np.ndarray]]:
+        """The optimizer's state: kind -> parameter name -> buffer (updated in place)."""
+        return self.optimizer.buffers
+
+    @property
+    def hyper(self) -> list[np.ndarray]:
+        """The update function's run-time hyperparameters (rank-0 buffers)."""
+        return self.optimizer.hyper
 
     # -- steps -------------------------------------------------------------------------
     def set_params(self, values: dict[str, np.ndarray]) -> None:
@@ -416,10 +427,9 @@ class KynTrainer:
             if share.rows:
                 keep = draw[share.lo:share.hi] >= p
                 np.multiply(keep, np.float32(1.0 / (1.0 - p)), out=masks[j])
-        self.t += 1
+        self.optimizer.t += 1
         lr = float(self.module.train.optimizer.args["lr"]) if lr is None else lr
-        for buf, v in zip(self.hyper, self.opt.hyper(self.t, lr, momentum), strict=True):
-            buf[()] = v
+        self.optimizer.set_hyper(self.opt.hyper(self.t, lr, momentum))
         if share.rows:
             self.grad_fns[size].run()
         else:  # none of this batch's rows (a last batch smaller than the rank count)
@@ -459,8 +469,6 @@ class KynTrainer:
         early-stopping state, and what was printed (so a resumed run prints it again)."""
         from frame_mlir.runtime.checkpoint import Checkpoint
 
-        state = {f"{k}/{n}": v.copy() for k, per in self.state.items()
-                 for n, v in per.items()}
         history = {"epoch_losses": list(report.epoch_losses),
                    "heldout_losses": list(report.heldout_losses),
                    "steps": report.steps, "stopped_early": report.stopped_early,
@@ -470,7 +478,7 @@ class KynTrainer:
                    "momentum_buffer_from": self.opt.momentum_buffer_from,
                    "rng": self.rng.bit_generator.state}
         return Checkpoint(self.module.model.name, run_id, report.epochs_run,
-                          self.state_dict(), state, history)
+                          self.state_dict(), self.optimizer.arrays(), history)
 
     def restore(self, ck: Checkpoint, path: str) -> tuple[TrainReport, float, int]:
         """Continue from `ck` (read from `path`): (the report so far, the best held-out
@@ -480,8 +488,7 @@ class KynTrainer:
         expected = {p.name: p.shape for p in self.decls}
         expected.update({f"layers.{j}.num_batches_tracked": () for j in self.bn_layers})
         check_arrays(path, "param", ck.params, expected)
-        check_arrays(path, "state", ck.state, {f"{k}/{n}": self.params[n].shape
-                                               for k in self.state for n in self.trainable})
+        self.optimizer.check(path, ck.state)
         h = ck.history
         try:
             report = TrainReport(
@@ -502,9 +509,7 @@ class KynTrainer:
             raise CheckpointError("CKPT-001", path, f"the losses of its {ck.step} epochs",
                                   f"{len(report.epoch_losses)} losses")
         self.set_params(ck.params)
-        for key, value in ck.state.items():
-            k, n = key.split("/", 1)
-            np.copyto(self.state[k][n], value.astype(np.float32))
+        self.optimizer.load(ck.state)
         self.t = t
         self.opt.momentum_buffer_from = None if mbf is None else int(mbf)
         self.rng = rng
@@ -564,13 +569,10 @@ class KynTrainer:
         root = self.rank == 0
         shuffle = m.dataset.shuffle
         have_test = len(xte) > 0
-        diverged = False
+        watch = DivergenceWatch(on_diverge)
 
-        def diverge(what: str, lr: float | None = None) -> None:
-            nonlocal diverged
-            if not diverged and on_diverge is not None:
-                on_diverge(what + ("" if lr is None else f" (lr {lr:g} may be too large)"))
-            diverged = True
+        def at_lr(lr: float) -> str:
+            return f" (lr {lr:g} may be too large)"
 
         if resume is not None:
             report, best, since_best = self.restore(*resume)
@@ -579,8 +581,8 @@ class KynTrainer:
                     on_epoch(e, loss, report.heldout_losses[e] if have_test else None)
                 for name, v in (("loss", loss), ("held-out loss", report.heldout_losses[e]
                                                  if have_test else 0.0)):
-                    if not math.isfinite(v):
-                        diverge(f"the {name} first became {v:.9g} in epoch {e + 1}")
+                    watch.check(v, lambda v, name=name, e=e:
+                                f"the {name} first became {v:.9g} in epoch {e + 1}")
         else:
             report, best, since_best = TrainReport(), math.inf, 0
         report.compile_seconds = self.compile_seconds
@@ -601,9 +603,10 @@ class KynTrainer:
                     np.take(ytr, rows, axis=0, out=sy)
                 lr, mom = self.schedule.lr_momentum(epoch, k)
                 step_loss = self._step(share.size, lr, mom)
-                if not diverged and not math.isfinite(step_loss):
-                    diverge(f"the loss first became {step_loss:.9g} at epoch {epoch + 1}, "
-                            f"step {k + 1} of {self.steps_per_epoch}", lr)
+                if not watch.seen:
+                    watch.check(step_loss, lambda v, e=epoch, k=k, lr=lr: (
+                        f"the loss first became {v:.9g} at epoch {e + 1}, step "
+                        f"{k + 1} of {self.steps_per_epoch}" + at_lr(lr)))
                 total += step_loss * share.size
                 if tick is not None:
                     tick()
@@ -614,9 +617,8 @@ class KynTrainer:
             if have_test:
                 held = self.evaluate(xte, yte)[1]
                 report.heldout_losses.append(held)
-                if not math.isfinite(held):
-                    diverge(f"the held-out loss first became {held:.9g} after epoch "
-                            f"{epoch + 1}", lr)
+                watch.check(held, lambda v, e=epoch, lr=lr: "the held-out loss first "
+                            f"became {v:.9g} after epoch {e + 1}" + at_lr(lr))
             report.epochs_run = epoch + 1
             if on_epoch is not None:
                 on_epoch(epoch, loss, held)
@@ -640,7 +642,6 @@ class KynTrainer:
             outputs, _ = self.evaluate(xte, yte)
             report.metrics = compute_metrics(m, outputs, yte)
             for name, v in report.metrics.items():
-                if not math.isfinite(v):
-                    diverge(f"the metric {name} is {v:.9g}")
+                if watch.check(v, lambda v, name=name: f"the metric {name} is {v:.9g}"):
                     break
         return report

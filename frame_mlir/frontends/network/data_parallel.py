@@ -53,6 +53,7 @@ import numpy as np
 from frame_mlir.frontends.network.loader import InputSpec, NetworkSpec, OutputSpec
 from frame_mlir.runtime.distributed import Job, flat_buffer, local_batch, rank_feed
 from frame_mlir.runtime.executable import BoundFunction
+from frame_mlir.runtime.training import OptimizerState
 
 if TYPE_CHECKING:
     from frame_mlir.frontends.network.model import SGD, Adam, Network
@@ -163,7 +164,6 @@ class DpTrainer:
                             f"{type(solver).__name__}")
         solver.check()
         self.network, self.solver, self.job = network, solver, job
-        self.t = 0
         names = network.trainable
         if not names:
             raise ValueError("trainer: the network has no trainable parameter")
@@ -209,10 +209,9 @@ class DpTrainer:
         ex = network._compile([fn])
         self._update = BoundFunction(ex, ex.signatures[fn_name])
         self._ex = ex
-        self.state = {k: {p: np.zeros(network._params[p].shape, np.float32) for p in names}
-                      for k in optim.state_names(update_config(solver.kind))}
-        self._hyper = [np.zeros((), np.float32) for _ in solver.hyper(1)]
-        self._names = names
+        #: the solver's state buffers, hyperparameters and step count
+        self.optimizer = OptimizerState(optim.state_names(update_config(solver.kind)),
+                                        dict(shapes), len(solver.hyper(1)))
         self._grad_views = [grad.outputs[first + k] for k in range(len(names))]
         self._stats = list(built.stats) if n > 1 else []
         #: seconds in (forward + backward, allreduce, update) so far
@@ -230,19 +229,30 @@ class DpTrainer:
         t1 = time.perf_counter()
         self.job.allreduce_sum(self.flat, f"the gradient allreduce of step {self.t + 1}")
         t2 = time.perf_counter()
-        self.t += 1
-        for buf, v in zip(self._hyper, self.solver.hyper(self.t), strict=True):
-            buf[()] = v
-        bufs = [*(net._params[p] for p in self._names), *self._grad_views,
-                *(self.state[k][p] for k in self.state for p in self._names),
-                *(net._params[s] for s in self._stats), *self._hyper]
-        self._update.call(bufs)
+        self.optimizer.t += 1
+        self.optimizer.set_hyper(self.solver.hyper(self.t))
+        self._update.call(self.optimizer.update_args(
+            net._params, self._grad_views, extra=[net._params[s] for s in self._stats]))
         self.seconds += np.array([t1 - t0, t2 - t1, time.perf_counter() - t2])
         loss = 0.0
         for view, weight, mean in self._loss_terms:
             value = float(np.sum(view, dtype=np.float64))  # a loss of several elements
             loss += weight * (value / self.ranks if mean else value)
         return loss
+
+    @property
+    def t(self) -> int:
+        """The number of steps taken (Adam's bias corrections count from it)."""
+        return self.optimizer.t
+
+    @t.setter
+    def t(self, value: int) -> None:
+        self.optimizer.t = value
+
+    @property
+    def state(self) -> dict[str, dict[str, np.ndarray]]:
+        """The solver's state: kind -> parameter name -> buffer (updated in place)."""
+        return self.optimizer.buffers
 
     def profile_line(self, steps: int) -> str:
         """Where one step's time went on this rank (`FRAME_DP_PROFILE=1` prints it)."""

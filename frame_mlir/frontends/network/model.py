@@ -33,6 +33,7 @@ from frame_mlir.runtime.executable import (
     ENV_CACHE,
     BoundFunction,
 )
+from frame_mlir.runtime.training import DivergenceWatch, OptimizerState, compile_step_module
 
 if TYPE_CHECKING:
     from frame_mlir import optim
@@ -328,15 +329,9 @@ class Network:
             return self._compile_module(builtin.ModuleOp(list(fns)))
 
     def _compile_module(self, module: Any) -> Executable:
-        from frame_mlir.runtime.executable import compile_module
-
-        if self.target != "cpu":  # the same functions as CUDA kernels (same interface)
-            from frame_mlir.backend.cuda.runtime import compile_module_cuda
-
-            return compile_module_cuda(module, target=self.target,  # type: ignore[return-value]
-                                       options=self.options, after_pass=self.after_pass)
-        return compile_module(module, lr=None, options=self.options, after_pass=self.after_pass,
-                              cache=self.cache)
+        # "cuda": the same functions as CUDA kernels (the same interface, no cache)
+        return compile_step_module(module, target=self.target, options=self.options,
+                                   after_pass=self.after_pass, cache=self.cache)
 
     def _train(self) -> tuple[BuiltFunction, BoundFunction, BoundFunction | None]:
         """The training forward and (with losses) its gradient function."""
@@ -432,7 +427,6 @@ class Trainer:
         solver.check()
         self.network = network
         self.solver = solver
-        self.t = 0
         from frame_mlir import optim
 
         names = network.trainable
@@ -444,10 +438,27 @@ class Trainer:
         ex = network._compile([fn])
         self._update = BoundFunction(ex, ex.signatures[fn_name])
         self._ex = ex
-        self.state = {k: {n: np.zeros(network._params[n].shape, np.float32) for n in names}
-                      for k in optim.state_names(update_config(solver.kind))}
-        self._hyper = [np.zeros((), np.float32) for _ in solver.hyper(1)]
-        self._diverged = not warn_divergence  # warned once, or never
+        #: the solver's state buffers, hyperparameters and step count
+        self.optimizer = OptimizerState(optim.state_names(update_config(solver.kind)),
+                                        dict(shapes), len(solver.hyper(1)))
+        # A RuntimeWarning, once, for the first step whose loss is not finite (as
+        # frame-run and frame-kyn train warn): the step goes on as asked, but nan
+        # outputs alone leave the user guessing where it went wrong.
+        self._divergence = DivergenceWatch(self._warn if warn_divergence else None)
+
+    @property
+    def t(self) -> int:
+        """The number of steps taken (Adam's bias corrections count from it)."""
+        return self.optimizer.t
+
+    @t.setter
+    def t(self, value: int) -> None:
+        self.optimizer.t = value
+
+    @property
+    def state(self) -> dict[str, dict[str, np.ndarray]]:
+        """The solver's state: kind -> parameter name -> buffer (updated in place)."""
+        return self.optimizer.buffers
 
     def step(self, feed: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """One training step on `feed`: returns every output as computed before the
@@ -455,33 +466,25 @@ class Trainer:
         self.solver.check()
         net = self.network
         built, grad = net._grad_call(feed, update_statistics=True)
-        self.t += 1
-        for buf, v in zip(self._hyper, self.solver.hyper(self.t), strict=True):
-            buf[()] = v
-        names = net.trainable
-        grads = net._gradient_buffers(built, grad)
-        bufs = [*(net._params[p] for p in names), *grads,
-                *(self.state[k][p] for k in self.state for p in names), *self._hyper]
-        self._update.call(bufs)
+        self.optimizer.t += 1
+        self.optimizer.set_hyper(self.solver.hyper(self.t))
+        self._update.call(self.optimizer.update_args(net._params,
+                                                     net._gradient_buffers(built, grad)))
         outputs = net._outputs(built, grad)
-        if not self._diverged:
-            self._warn_divergence(outputs)
+        if not self._divergence.seen:
+            for o in self.network.spec.losses:
+                if self._divergence.check_all(
+                        outputs[o.name], lambda _, v, name=o.name: (
+                            f"frame_mlir.network: training diverged: the loss '{name}' "
+                            f"first became {v:.9g} at step {self.t} (Trainer.t; the "
+                            f"learning rate {self.solver.lr:g} may be too large)")):
+                    break
         return outputs
 
-    def _warn_divergence(self, outputs: Mapping[str, np.ndarray]) -> None:
-        """A RuntimeWarning, once, for the first step whose loss is not finite (as
-        frame-run and frame-kyn train warn): the step goes on as asked, but nan
-        outputs alone leave the user guessing where it went wrong."""
-        for o in self.network.spec.losses:
-            bad = np.flatnonzero(~np.isfinite(outputs[o.name]))
-            if bad.size:
-                value = float(outputs[o.name].reshape(-1)[bad[0]])
-                self._diverged = True
-                warnings.warn(f"frame_mlir.network: training diverged: the loss "
-                              f"'{o.name}' first became {value:.9g} at step {self.t} "
-                              f"(Trainer.t; the learning rate {self.solver.lr:g} may be too "
-                              "large)", RuntimeWarning, stacklevel=3)
-                return
+    @staticmethod
+    def _warn(message: str) -> None:
+        # stacklevel: _warn < DivergenceWatch.check < check_all < step < the caller
+        warnings.warn(message, RuntimeWarning, stacklevel=5)
 
 
 def _dtype(name: str) -> np.dtype:
