@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from frame_mlir.runtime.distributed import Job
     from frame_mlir.runtime.executable import Executable
 
-__all__ = ["DivergenceWatch", "OptimizerState", "checkpoint_chunks", "compile_step_module",
-           "read_checkpoint"]
+__all__ = ["DivergenceWatch", "OptimizerState", "TrainerState", "checkpoint_chunks",
+           "compile_step_module", "read_checkpoint"]
 
 
 def compile_step_module(module: Any, *, target: str = "cpu", options: Any = None,
@@ -114,6 +114,28 @@ class OptimizerState:
             np.copyto(self.buffers[k][n], np.asarray(value, np.float32))
 
 
+class TrainerState:
+    """`t` and `state` of a trainer that keeps its optimizer's state in
+    `self.optimizer` (an `OptimizerState`): the attributes the trainers' users and
+    checkpoints read, one definition for every frontend's trainer."""
+
+    optimizer: OptimizerState
+
+    @property
+    def t(self) -> int:
+        """The number of optimizer steps taken (Adam's bias corrections count from it)."""
+        return self.optimizer.t
+
+    @t.setter
+    def t(self, value: int) -> None:
+        self.optimizer.t = value
+
+    @property
+    def state(self) -> dict[str, dict[str, np.ndarray]]:
+        """The optimizer's state: kind -> parameter name -> buffer (updated in place)."""
+        return self.optimizer.buffers
+
+
 class DivergenceWatch:
     """The first loss of a run that is not finite, reported once through `report`
     (a warning line, a Python warning): the run goes on, as PyTorch's would, but nan
@@ -137,12 +159,12 @@ class DivergenceWatch:
     def check_all(self, values: np.ndarray, what: Callable[[int, float], str]) -> bool:
         """`check` for the first non-finite element of `values` (flattened), with its
         index."""
-        bad = np.flatnonzero(~np.isfinite(np.asarray(values)))
+        flat = np.asarray(values).reshape(-1)
+        bad = np.flatnonzero(~np.isfinite(flat))
         if bad.size == 0:
             return False
         i = int(bad[0])
-        value = float(np.asarray(values).reshape(-1)[i])
-        return self.check(value, lambda v: what(i, v))
+        return self.check(float(flat[i]), lambda v: what(i, v))
 
 
 def checkpoint_chunks(first: int, total: int, every: int | None) -> Iterator[tuple[int, int]]:

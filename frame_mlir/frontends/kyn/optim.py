@@ -22,8 +22,9 @@ __all__ = ["OPTIMIZERS", "SCHEDULERS", "STATES", "OptimizerRuntime", "Schedule",
            "build_update_function", "has_momentum_path", "hyper_names", "state_names",
            "optimizer_config", "scheduler_config"]
 
-OPTIMIZERS = ("sgd", "adam", "adamw", "rmsprop")
-SCHEDULERS = ("step", "cosine", "onecycle")
+#: The optimizers and schedulers the library has, by their torch (and `.kyn`) names.
+OPTIMIZERS = tuple(optim.OPTIMIZERS)
+SCHEDULERS = tuple(optim.SCHEDULERS)
 #: Every per-parameter state tensor an optimizer may keep (torch's state names), in
 #: argument order; `state_names` gives the ones a given configuration uses.
 STATES = optim.STATES

@@ -47,7 +47,12 @@ from frame_mlir.runtime.distributed.flat import flat_buffer
 from frame_mlir.runtime.executable import ENV_CACHE, BoundFunction
 from frame_mlir.runtime.random import MT19937, uniform_float32
 from frame_mlir.runtime.shuffle import epoch_order
-from frame_mlir.runtime.training import DivergenceWatch, OptimizerState, compile_step_module
+from frame_mlir.runtime.training import (
+    DivergenceWatch,
+    OptimizerState,
+    TrainerState,
+    compile_step_module,
+)
 
 if TYPE_CHECKING:
     from frame_mlir.runtime.checkpoint import Checkpoint
@@ -228,17 +233,6 @@ def step_functions(module: KynModule, batch_sizes: list[int], eval_rows: int,
     return StepFunctions(trains, build_eval_function(module, eval_rows), update)
 
 
-def _flat_buffers(shapes: list[tuple[int, ...]]
-                  ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
-    """The data-parallel flat buffer (`runtime.distributed.flat_buffer`) holding a
-    gradient of each shape, then the loss: (the buffer, a view per gradient, the loss
-    as a 0-d view). The compiled gradient functions write into the views, so a step's
-    whole exchange is one allreduce of the buffer, with no copy (the loss rides
-    along)."""
-    flat, views = flat_buffer([*shapes, ()])
-    return flat, views[:-1], views[-1]
-
-
 def _write_outputs_into(fn: BoundFunction, views: dict[int, np.ndarray]) -> None:
     """Make result `i` of `fn` write into `views[i]` (before `fn.bind`)."""
     for i, view in views.items():
@@ -264,7 +258,7 @@ class TrainReport:
     checkpoints: list[str] = field(default_factory=list)
 
 
-class KynTrainer:
+class KynTrainer(TrainerState):
     """A compiled training run of `module` for `n_train` training and `n_test` held-out
     rows. Parameters live in `self.params` (name -> float32 array, updated in place).
 
@@ -336,9 +330,10 @@ class KynTrainer:
         ydt = np.int32 if classify else np.float32
         # Every training function writes its gradients and loss into the same flat
         # buffer (one allreduce per step in a job), and the one update function reads
-        # the gradients from it, whichever batch size the step had.
-        self.flat, self.grads, self.loss = _flat_buffers(
-            [self.params[n].shape for n in self.trainable])
+        # the gradients from it, whichever batch size the step had (the loss rides in
+        # the last segment).
+        self.flat, views = flat_buffer([*(self.params[n].shape for n in self.trainable), ()])
+        self.grads, self.loss = views[:-1], views[-1]
         #: global batch size -> this rank's staging buffers (x, y, dropout masks)
         self.stage: dict[int, tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]] = {}
         #: the optimizer's state buffers, hyperparameters and step count
@@ -369,25 +364,6 @@ class KynTrainer:
         self.eval_fn = BoundFunction(ex, ex.signatures[e.fn.sym_name.data])
         self.eval_fn.bind([self.eval_x if a[0] == "x" else self.eval_y if a[0] == "y"
                            else self.params[a[1]] for a in e.args])
-
-    @property
-    def t(self) -> int:
-        """The number of optimizer steps taken."""
-        return self.optimizer.t
-
-    @t.setter
-    def t(self, value: int) -> None:
-        self.optimizer.t = value
-
-    @property
-    def state(self) -> dict[str, dict[str, np.ndarray]]:
-        """The optimizer's state: kind -> parameter name -> buffer (updated in place)."""
-        return self.optimizer.buffers
-
-    @property
-    def hyper(self) -> list[np.ndarray]:
-        """The update function's run-time hyperparameters (rank-0 buffers)."""
-        return self.optimizer.hyper
 
     # -- steps -------------------------------------------------------------------------
     def set_params(self, values: dict[str, np.ndarray]) -> None:

@@ -53,7 +53,7 @@ import numpy as np
 from frame_mlir.frontends.network.loader import InputSpec, NetworkSpec, OutputSpec
 from frame_mlir.runtime.distributed import Job, flat_buffer, local_batch, rank_feed
 from frame_mlir.runtime.executable import BoundFunction
-from frame_mlir.runtime.training import OptimizerState
+from frame_mlir.runtime.training import OptimizerState, TrainerState
 
 if TYPE_CHECKING:
     from frame_mlir.frontends.network.model import SGD, Adam, Network
@@ -145,7 +145,7 @@ def batch_norm_operators(spec: NetworkSpec) -> list[str]:
             if op.type == "BatchNorm" and not op.options["use_global_stats"]]
 
 
-class DpTrainer:
+class DpTrainer(TrainerState):
     """A solver's steps on one rank's share of every global batch, the gradients summed
     over the job's ranks: the interface of `Trainer` (`solver`, `t`, `state`), but
     `step` returns the global batch's weighted loss.
@@ -239,20 +239,6 @@ class DpTrainer:
             value = float(np.sum(view, dtype=np.float64))  # a loss of several elements
             loss += weight * (value / self.ranks if mean else value)
         return loss
-
-    @property
-    def t(self) -> int:
-        """The number of steps taken (Adam's bias corrections count from it)."""
-        return self.optimizer.t
-
-    @t.setter
-    def t(self, value: int) -> None:
-        self.optimizer.t = value
-
-    @property
-    def state(self) -> dict[str, dict[str, np.ndarray]]:
-        """The solver's state: kind -> parameter name -> buffer (updated in place)."""
-        return self.optimizer.buffers
 
     def profile_line(self, steps: int) -> str:
         """Where one step's time went on this rank (`FRAME_DP_PROFILE=1` prints it)."""

@@ -33,7 +33,12 @@ from frame_mlir.runtime.executable import (
     ENV_CACHE,
     BoundFunction,
 )
-from frame_mlir.runtime.training import DivergenceWatch, OptimizerState, compile_step_module
+from frame_mlir.runtime.training import (
+    DivergenceWatch,
+    OptimizerState,
+    TrainerState,
+    compile_step_module,
+)
 
 if TYPE_CHECKING:
     from frame_mlir import optim
@@ -416,7 +421,7 @@ class Network:
         return Trainer(self, solver, warn_divergence=warn_divergence)
 
 
-class Trainer:
+class Trainer(TrainerState):
     """Steps of a solver on a network; the solver's fields are read at every step."""
 
     def __init__(self, network: Network, solver: SGD | Adam, *,
@@ -445,20 +450,6 @@ class Trainer:
         # frame-run and frame-kyn train warn): the step goes on as asked, but nan
         # outputs alone leave the user guessing where it went wrong.
         self._divergence = DivergenceWatch(self._warn if warn_divergence else None)
-
-    @property
-    def t(self) -> int:
-        """The number of steps taken (Adam's bias corrections count from it)."""
-        return self.optimizer.t
-
-    @t.setter
-    def t(self, value: int) -> None:
-        self.optimizer.t = value
-
-    @property
-    def state(self) -> dict[str, dict[str, np.ndarray]]:
-        """The solver's state: kind -> parameter name -> buffer (updated in place)."""
-        return self.optimizer.buffers
 
     def step(self, feed: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """One training step on `feed`: returns every output as computed before the
