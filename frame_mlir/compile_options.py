@@ -45,6 +45,7 @@ class CompileOptions:
     # loops (a reference for bit-identity tests).
     l1_bytes: int | None = None
     l2_bytes: int | None = None
+    l3_bytes: int | None = None
     gemm: bool = True
     gemm_min_flops: int | None = None
     # `fuse_elementwise=False` keeps one generic per elementwise op (a reference for

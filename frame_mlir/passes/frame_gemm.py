@@ -366,10 +366,13 @@ class Blocking:
 
 
 def choose_blocking(m: int, n: int, k: int, *, lanes: int, acc: int, l1: int,
-                    l2: int, nv: int = 0, mr: int = 0, kc: int = 0) -> Blocking:
+                    l2: int, l3: int = 0, nv: int = 0, mr: int = 0,
+                    kc: int = 0) -> Blocking:
     """Block sizes for an m x n x k GEMM on a core with `acc` accumulator registers of
-    `lanes` f32 and the given L1/L2 bytes (BLIS's rules: the B micro-panel stays in L1
-    across the row panels of A, the packed A block in L2 across the column panels).
+    `lanes` f32 and the given L1/L2 bytes, and `l3` bytes of L3 for this GEMM's task
+    (BLIS's rules: the B micro-panel stays in L1 across the row panels of A, the packed
+    A block in L2 across the column panels, the packed B block in L3 across the row
+    blocks; `l3` 0: the B block in half of L2 as well).
     """
     nv = nv or max(1, min(4 if acc >= 24 else 2, -(-n // lanes)))
     mr = mr or max(1, min(acc // nv, 16, m))
@@ -380,9 +383,14 @@ def choose_blocking(m: int, n: int, k: int, *, lanes: int, acc: int, l1: int,
     # earlier rule) -> 256 made the transformer block's 1024 x 256 x 1024 products 5 %
     # faster and ResNet-18's step at 224 x 224 5 % (1088 -> 1037 ms); 384 and 512 read
     # the same as 256. Capped at 256, the most that was measured to pay.
-    # The packed A block (MC x KC) and B block (KC x NC) stay in half of L2.
+    # The packed A block (MC x KC) stays in half of L2, the B block (KC x NC) in half of
+    # the task's L3: A is packed once per NC columns, so a wide NC packs it less often
+    # (only each B micro-panel, in use, needs to be near: L1/L2). Measured on Zen 4 (1
+    # MiB L2, 32 MiB L3): NC 512 (B in half of L2, the earlier rule) -> 1024 made W4's
+    # step 4 % faster (its 256 x 1024 A blocks packed once, not twice), ResNet-18's at
+    # 224 x 224 2-4 % (NC 4096 and 16384 the same).
     kc = min(k, kc or max(16, min(256, l1 // (4 * nr) * 2) // 8 * 8))
-    nc = max(nr, (l2 // (2 * 4 * kc)) // nr * nr)
+    nc = max(nr, ((l3 or l2) // (2 * 4 * kc)) // nr * nr)
     nc = min(nc, -(-n // nr) * nr)
     mc = max(mr, (l2 // (2 * 4 * kc)) // mr * mr)
     mc = min(mc, -(-m // mr) * mr)
@@ -772,6 +780,11 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
     big_b = g.k * g.n * prod(g.sizes[d] for d in g.outer) >= fast_pack_min
     b_run, b_run_step = _run_width(g, blk) if big_b else (0, 1)
     b_k_run, b_k_step = (0, 1) if b_run or not big_b else _k_run(g, blk, split)
+    # A's panels are MR rows wide: rows at stride 1 (A = X^T, a weight gradient's) copy
+    # one vector of MR floats per k; k at stride 1 (a row-major A) copy MR rows k by k.
+    a_rows, a_ks = g.a.stride(g.rows, g.sizes), g.a.stride(g.red, g.sizes)
+    a_run = mr if a_rows == 1 and mr > 1 else 0
+    a_unrolled = not a_run and a_ks == 1
     zero = ir.ins(arith.ConstantOp(builtin.FloatAttr(0.0, f32))).results[0]
     tasks, per_task = split.tasks, split.per_task
     place = place_outer(g, blk, split)
@@ -927,7 +940,7 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
         def pack(ir: _Ir, src: SSAValue, dst: SSAValue, first: SSAValue, extent: Index,
                  width: int, bound: Index, x0: Index, x_addr: _Addr, k_addr: _Addr,
                  pc: SSAValue, kc: Index, run: int = 0, run_step: int = 1,
-                 k_run: int = 0, k_step: int = 1) -> None:
+                 k_run: int = 0, k_step: int = 1, unrolled: bool = False) -> None:
             """Copy rows/columns [first, first + extent) x k in [pc, pc + kc) of an
             operand into panels of `width`: panel p at p * KC * width, element (k, w) at
             k * width + w; zero past `bound`. The loop over the operand's contiguous
@@ -941,7 +954,10 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
             panel inside `bound` is copied in k_run x k_run blocks, k_run vector loads
             along k (`_load_run`) transposed in
             registers (`_transpose`) into k_run vector stores along the panel's rows;
-            the k that do not fill a group go element by element."""
+            the k that do not fill a group go element by element. With `unrolled` (k
+            at stride 1, a narrow panel: A's MR rows), a panel inside `bound` is
+            copied k by k with the `width` row offsets computed once per panel: no
+            index clamp or select per element, as `elements` needs at the edges."""
             last = ir.sub(bound, 1)
             k_inner = k_addr.stride == 1 and x_addr.stride != 1
 
@@ -983,9 +999,20 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                 ir.for_(0, k_end, k_run, group)
                 elements(ir, p0, dst0, k_end)
 
+            def rows(ir: _Ir, p0: SSAValue, dst0: Index) -> None:
+                assert k_addr.stride == 1
+                at = [ir.add(x0, x_addr.at(ir, ir.add(first, p0, w)), pc)
+                      for w in range(width)]
+
+                def kbody(ir: _Ir, kk: SSAValue, _: Sequence[SSAValue]) -> None:
+                    out = ir.add(dst0, ir.mul(kk, width))
+                    for w in range(width):
+                        ir.store(ir.load(src, ir.add(at[w], kk)), dst, ir.add(out, w))
+                ir.for_(0, kc, 1, kbody)
+
             def panel(ir: _Ir, p0: SSAValue, _: Sequence[SSAValue]) -> None:
                 dst0 = ir.mul(p0, blk.kc)
-                fast = runs if run else blocks if k_run else None
+                fast = runs if run else blocks if k_run else rows if unrolled else None
                 if fast is not None:
                     inside = ir.le(ir.add(first, p0, width), bound)
                     ir.if_(inside, lambda ir: fast(ir, p0, dst0),
@@ -1022,7 +1049,8 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
 
         def pack_a(ir: _Ir, a0: Index, ic: SSAValue, mc: Index, pc: SSAValue,
                    kc: Index) -> None:
-            pack(ir, a_flat, ap, ic, mc, mr, m, a0, am, ak, pc, kc)
+            pack(ir, a_flat, ap, ic, mc, mr, m, a0, am, ak, pc, kc, a_run,
+                 unrolled=a_unrolled)
 
         def tile_at(ir: _Ir, c0: Index, bases: list[list[Index]], a0: Index,
                     ic: SSAValue, ip: SSAValue, jc: SSAValue, jp: SSAValue, pc: SSAValue,
@@ -1429,7 +1457,7 @@ GATHER_GAIN = 1.25
 
 
 def gather_columns(g: Contraction, blk: Blocking, threads: int, *, lanes: int, acc: int,
-                   l1: int, l2: int, nv: int = 0, mr: int = 0, kc: int = 0
+                   l1: int, l2: int, l3: int = 0, nv: int = 0, mr: int = 0, kc: int = 0
                    ) -> tuple[Contraction, Blocking] | None:
     """`g` with its outer dims made columns, when none of them indexes A and C has
     few columns per outer index: a deep convolution layer's 2 x 2 images give 4
@@ -1461,8 +1489,8 @@ def gather_columns(g: Contraction, blk: Blocking, threads: int, *, lanes: int, a
         nv = max(1, min(4 if acc >= 24 else 2, -(-g2.n // lanes)))
         while nv > 1 and -(-g2.n // (nv * lanes)) < threads:
             nv -= 1
-    blk2 = choose_blocking(g2.m, g2.n, g2.k, lanes=lanes, acc=acc, l1=l1, l2=l2, nv=nv,
-                           mr=mr, kc=kc)
+    blk2 = choose_blocking(g2.m, g2.n, g2.k, lanes=lanes, acc=acc, l1=l1, l2=l2, l3=l3,
+                           nv=nv, mr=mr, kc=kc)
     before = count * (-(-g.n // blk.nr) * blk.nr)
     after = -(-g2.n // blk2.nr) * blk2.nr
     if before < GATHER_GAIN * after:
@@ -1539,6 +1567,8 @@ class FrameGemm(ModulePass):
     acc: int = 24
     l1: int = 48 * 1024
     l2: int = 1024 * 1024
+    # L3 bytes shared by the `threads` (0: the B block sized by L2, as MC).
+    l3: int = 0
     threads: int = 1
     # Below 2^16 multiply-adds the packed kernel gains little over the plain loops that
     # LLVM vectorizes, and every instance costs compile time: a TransformerEncoderBlock
@@ -1579,8 +1609,10 @@ class FrameGemm(ModulePass):
         scratch_of: dict[str, int] = {}
         micros: dict[str, func.FuncOp] = {}
         for fn, generic, g, epi in plans:
+            # Each task packs a B block of its own: they share the L3.
             knobs = {"lanes": self.lanes, "acc": self.acc, "l1": self.l1, "l2": self.l2,
-                     "nv": self.nv, "mr": self.mr, "kc": self.kc}
+                     "l3": self.l3 // max(1, self.threads), "nv": self.nv, "mr": self.mr,
+                     "kc": self.kc}
             blk = choose_blocking(g.m, g.n, g.k, **knobs)
             threads = gemm_threads(g, self.threads, self.min_task_macs)
             gathered = gather_columns(g, blk, threads, **knobs) if epi is None else None

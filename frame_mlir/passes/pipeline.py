@@ -105,7 +105,8 @@ def gemm_pass(options: CompileOptions) -> FrameGemm:
     return FrameGemm(lanes=vector_lanes(options),
                      acc=host.vector_registers * 3 // 4,
                      l1=options.l1_bytes or host.l1d_bytes,
-                     l2=options.l2_bytes or host.l2_bytes, threads=options.threads,
+                     l2=options.l2_bytes or host.l2_bytes,
+                     l3=options.l3_bytes or host.l3_bytes, threads=options.threads,
                      min_flops=_gemm_min_flops(options))
 
 

@@ -4,6 +4,7 @@ against the plain loops, on shapes that reach every edge of the blocking."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ torch = pytest.importorskip("torch")
 # NC and MC a few register tiles), so the block edges are reached in a fast test.
 # (KC may take twice L1 for the B micro-panel, `choose_blocking`: 512 B gives the KC
 # that 2 KiB gave under the earlier half-of-L1 rule.)
-SMALL = {"l1_bytes": 512, "l2_bytes": 32768}
+SMALL = {"l1_bytes": 512, "l2_bytes": 32768, "l3_bytes": 32768}
 
 
 def _compile(module: builtin.ModuleOp, **options: object) -> tuple[Executable, str]:
@@ -111,6 +112,33 @@ def test_plain_b_packed_by_runs(m: int, k: int, n: int, ta: bool,
     # the forward's B panels: 8-float rows of b (a [k, n] memref collapsed to k * n)
     forward = "".join(f for f in ir.split("func.func ") if f.startswith("private @mm_y"))
     assert f"memref<{k * n}xf32>, vector<8xf32>" in forward
+    (y,) = tiled("mm_y", av, bv)
+    ref = torch.from_numpy(av).double()
+    ref = (ref.T if ta else ref) @ torch.from_numpy(bv).double()
+    np.testing.assert_allclose(y, ref.numpy(), rtol=1e-5,
+                               atol=1e-6 * max(1.0, float(ref.abs().max())) * np.sqrt(k))
+    (want,) = plain("mm_y", av, bv)
+    np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("m,k,n", [(13, 97, 37), (31, 200, 70), (6, 64, 48), (5, 3, 64)])
+@pytest.mark.parametrize("ta", [False, True])
+def test_a_packed_by_vectors_or_unrolled_rows(m: int, k: int, n: int, ta: bool) -> None:
+    """A's MR-row panels: an A whose rows are contiguous (`Aᵀ` of a [k, m] array, as
+    a weight gradient's X^T) is packed one vector of MR floats per k; a row-major A
+    k by k over its MR rows, without the clamp and select of the edge panels. Each
+    shape has full panels and (but for m = 6) a partial last one: the same bits as the
+    plain loops, and torch-close."""
+    rng = np.random.default_rng(m + 5 * k + 11 * n + ta)
+    av = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
+    bv = rng.standard_normal((k, n), dtype=np.float32)
+    tiled, ir = _compile(_matmul_module(m, k, n, ta, False), **SMALL, f32_lanes=8,
+                         gemm_min_flops=0)
+    plain, _ = _compile(_matmul_module(m, k, n, ta, False), gemm=False)
+    forward = "".join(f for f in ir.split("func.func ") if f.startswith("private @mm_y"))
+    mr = int(re.findall(r"frame_gemm_micro_\d+x\d+_p(\d+)x", forward)[0])
+    vector_rows = f"memref<{k * m}xf32>, vector<{mr}xf32>" in forward
+    assert vector_rows == (ta and mr > 1 and m >= mr), (mr, ta)
     (y,) = tiled("mm_y", av, bv)
     ref = torch.from_numpy(av).double()
     ref = (ref.T if ta else ref) @ torch.from_numpy(bv).double()

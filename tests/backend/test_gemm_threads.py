@@ -29,7 +29,7 @@ from frame_mlir.runtime.executable import Executable, compile_module
 torch = pytest.importorskip("torch")
 
 POOL = "frame_rt_parallel_for"
-SMALL = {"l1_bytes": 512, "l2_bytes": 32768}  # several KC / MC / NC blocks on small shapes
+SMALL = {"l1_bytes": 512, "l2_bytes": 32768, "l3_bytes": 32768}  # several KC / MC / NC blocks on small shapes
 
 
 @pytest.fixture
@@ -126,7 +126,8 @@ def test_row_split_is_bit_identical_to_the_plain_loops(m: int, k: int, n: int, t
     plain, _ = _compile(_matmul(m, k, n), gemm=False)
     assert "vector.fma" in ir
     gemm = pipeline.gemm_pass(CompileOptions(f32_lanes=8, **SMALL))
-    blk = choose_blocking(m, n, k, lanes=8, acc=gemm.acc, l1=gemm.l1, l2=gemm.l2)
+    blk = choose_blocking(m, n, k, lanes=8, acc=gemm.acc, l1=gemm.l1, l2=gemm.l2,
+                          l3=gemm.l3)
     assert blk.nr >= n  # one column panel
     # one row panel: nothing to split; two or more full ones: rows beat the single column
     # panel. Between (13 rows of panels 12 + 1 on Zen 2), `_task_split`'s estimate of the
@@ -207,7 +208,7 @@ def _train(ex: Executable, data: list[np.ndarray], steps: int) -> list[np.ndarra
 
 @pytest.mark.parametrize("options", [
     {**SMALL, "f32_lanes": 8},  # epilogues per register tile, several blocks per task
-    {"l1_bytes": 512, "l2_bytes": 4096, "f32_lanes": 4},  # epilogues per cache block
+    {"l1_bytes": 512, "l2_bytes": 4096, "l3_bytes": 4096, "f32_lanes": 4},  # epilogues per cache block
     {},  # the host's blocking
 ])
 def test_mlp_is_bit_identical_for_every_thread_count(options: dict[str, int],

@@ -192,7 +192,7 @@ def test_max_selections_match_torch_bitwise(kind: str) -> None:
         same_bits(dx, tdx.numpy(), f"{kind} gradient, trial {trial}")
 
 
-SMALL = {"l1_bytes": 512, "l2_bytes": 32768}  # KC as 2 KiB gave under the half-of-L1 rule
+SMALL = {"l1_bytes": 512, "l2_bytes": 32768, "l3_bytes": 32768}  # KC as 2 KiB gave under the half-of-L1 rule
 
 
 def _compile(module: builtin.ModuleOp, **options: object) -> tuple[Executable, str]:

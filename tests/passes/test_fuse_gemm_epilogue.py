@@ -102,9 +102,9 @@ def _mlp_data() -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
 
 @pytest.mark.parametrize("options", [
     # (l1 512: the KC that 2 KiB gave before KC could take twice L1, `choose_blocking`)
-    {"l1_bytes": 512, "l2_bytes": 32768, "f32_lanes": 8},  # epilogue per register tile
-    {"l1_bytes": 512, "l2_bytes": 4096, "f32_lanes": 4},  # per cache block
-    {"l1_bytes": 512, "l2_bytes": 32768, "f32_lanes": 16, "threads": 3},
+    {"l1_bytes": 512, "l2_bytes": 32768, "l3_bytes": 32768, "f32_lanes": 8},  # epilogue per register tile
+    {"l1_bytes": 512, "l2_bytes": 4096, "l3_bytes": 4096, "f32_lanes": 4},  # per cache block
+    {"l1_bytes": 512, "l2_bytes": 32768, "l3_bytes": 32768, "f32_lanes": 16, "threads": 3},
     {},  # the host's blocking
 ])
 def test_mlp_is_bit_identical_to_the_unfused_pipeline(options: dict[str, int]) -> None:
@@ -129,7 +129,8 @@ def test_mlp_is_bit_identical_to_the_unfused_pipeline(options: dict[str, int]) -
 def test_mlp_step_matches_torch() -> None:
     """One fused step against torch in float64: the fused kernels compute the model."""
     x, params, t = _mlp_data()
-    fused, _ = _compile(MLP, True, l1_bytes=512, l2_bytes=32768)
+    fused, _ = _compile(MLP, True, l1_bytes=512, l2_bytes=32768,
+                          l3_bytes=32768)
     (loss,), new = _train(fused, "net_train_step", [x], params, [t], 1)
     tp = [torch.from_numpy(p).double().requires_grad_() for p in params]
     tx, tt = torch.from_numpy(x).double(), torch.from_numpy(t).double()

@@ -39,7 +39,7 @@ BATCH, CIN, COUT = 8, 16, 24
 WS = (COUT, CIN, 3, 3)  # 3x3, padding 1: the output has the input's size
 # Tiny caches: KC = 16 (`choose_blocking` lets the B micro-panel take twice L1), a few
 # register tiles per MC / NC block.
-SMALL = {"l1_bytes": 256, "l2_bytes": 4096, "gemm_min_flops": 0, "f32_lanes": 16}
+SMALL = {"l1_bytes": 256, "l2_bytes": 4096, "l3_bytes": 4096, "gemm_min_flops": 0, "f32_lanes": 16}
 
 
 def _xs(size: int) -> tuple[int, ...]:
