@@ -49,7 +49,13 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from frame_mlir.passes.frame_gemm import Contraction, FrameGemm, analyze, epilogue_operands
+from frame_mlir.passes.frame_gemm import (
+    C_DEAD_ATTR,
+    Contraction,
+    FrameGemm,
+    analyze,
+    epilogue_operands,
+)
 from frame_mlir.passes.frame_profile_kernels import is_profile_call
 
 _Extent = tuple[SSAValue, int, int | None]  # root buffer, first byte, end (None: all)
@@ -356,8 +362,11 @@ class FrameFuseGemmEpilogue(ModulePass):
         if not chain:
             return
         index.erased.update(not_between.second)
-        _store_c_in_output(call, c_index, chain, index, kernels, not_between)
-        self._replace(call, chain, index, kernels, fused)
+        fill = _dead_zero_filled_c(call, c_index, index, kernels, not_between)
+        c_dead = fill is not None and \
+            not _store_c_in_output(call, c_index, chain, fill, index, kernels) and \
+            not any(_same(v, c_val) for c in chain for v in _written(c, kernels))
+        self._replace(call, chain, index, kernels, fused, c_dead)
 
     def _fits(self, cur: func.CallOp, g: Contraction, kernels: dict[str, func.FuncOp],
               written: list[SSAValue], reads: list[SSAValue],
@@ -392,8 +401,9 @@ class FrameFuseGemmEpilogue(ModulePass):
 
     def _replace(self, call: func.CallOp, chain: list[func.CallOp], index: _Block,
                  kernels: dict[str, func.FuncOp],
-                 fused: dict[tuple[object, ...], func.FuncOp]) -> None:
-        """One call of the fused kernel (made once per pattern of arguments)."""
+                 fused: dict[tuple[object, ...], func.FuncOp], c_dead: bool) -> None:
+        """One call of the fused kernel (made once per pattern of arguments); with
+        `c_dead`, the kernel is marked `C_DEAD_ATTR`."""
         args: list[SSAValue] = list(call.arguments)
         pattern: list[tuple[int, ...]] = []
         for c in chain:
@@ -408,11 +418,13 @@ class FrameFuseGemmEpilogue(ModulePass):
             pattern.append(tuple(idx))
         names = (call.callee.root_reference.data,
                  *(c.callee.root_reference.data for c in chain))
-        key = (names, tuple(pattern), len(args))
+        key = (names, tuple(pattern), len(args), c_dead)
         kernel = fused.get(key)
         if kernel is None:
             kernel = _fused_kernel(names, [kernels[n] for n in names], pattern,
                                    [a.type for a in args], kernels)
+            if c_dead:
+                kernel.attributes[C_DEAD_ATTR] = builtin.UnitAttr()
             first = kernels[names[0]]
             Rewriter.insert_op(kernel, InsertPoint.before(first))
             fused[key] = kernel
@@ -457,10 +469,46 @@ def _pure_outputs(call: func.CallOp, kernels: dict[str, func.FuncOp]) -> list[SS
     return [call.arguments[i] for i in {args.index(v) for v in pure} - read_args]
 
 
+def _dead_zero_filled_c(call: func.CallOp, c_index: int, index: _Block,
+                        kernels: dict[str, func.FuncOp],
+                        not_between: Container[int]) -> func.CallOp | None:
+    """The zero fill of C right before the GEMM `call` (frame-gemm then drops it), if C
+    is a temporary of the caller's arena that no call reads after the epilogue (the
+    next call to touch its bytes only writes them); else None."""
+    from frame_mlir.passes.frame_gemm import _is_zero_fill
+
+    c_val = call.arguments[c_index]
+    if not isinstance(c_val.owner, memref.ViewOp):
+        return None
+    prev = call.prev_op
+    while isinstance(prev, arith.ConstantOp | memref.ViewOp) or is_profile_call(prev):
+        prev = prev.prev_op
+    fill_fn = kernels.get(prev.callee.root_reference.data) \
+        if isinstance(prev, func.CallOp) else None
+    if fill_fn is None or not _is_zero_fill(fill_fn) or prev.operands[0] is not c_val:  # type: ignore[union-attr]
+        return None
+    after = call.next_op
+    while after is not None:  # an op with regions could use C out of the index's sight
+        if not isinstance(after, func.CallOp | func.ReturnOp | arith.ConstantOp
+                          | memref.ViewOp):
+            return None
+        after = after.next_op
+    start = int(index.position[call])
+    nxt = index.touched.first([c_val], start, len(index.position) + 1, not_between)
+    if nxt is not None:
+        later = index.calls[nxt]
+        pure = _pure_outputs(later, kernels)
+        if any(_overlap(v, c_val) and not any(v is p for p in pure)
+               for v in later.arguments):
+            return None
+    return prev  # type: ignore[return-value]
+
+
 def _store_c_in_output(call: func.CallOp, c_index: int, chain: list[func.CallOp],
-                       index: _Block, kernels: dict[str, func.FuncOp],
-                       not_between: Container[int]) -> None:
-    """Let the GEMM accumulate C in the epilogue's output when nothing else reads C.
+                       fill: func.CallOp, index: _Block,
+                       kernels: dict[str, func.FuncOp]) -> bool:
+    """Let the GEMM accumulate C in the epilogue's output when nothing else reads C
+    (`_dead_zero_filled_c` found C's zero `fill`); whether it did.
 
     A scratch C costs a second pass over memory: the GEMM's stores of C, then the
     epilogue's stores of its output (the FFN's bias + relu on a 4 MiB C: 8.2 -> 9.5 ms
@@ -470,54 +518,29 @@ def _store_c_in_output(call: func.CallOp, c_index: int, chain: list[func.CallOp]
     and the epilogue runs in place on it: each element of C is read by the epilogue
     ops, in order, before the last of them writes it, so every op computes what it
     did from the same values."""
-    from frame_mlir.passes.frame_gemm import _is_zero_fill
-
     c_val = call.arguments[c_index]
     last_fn = kernels.get(chain[-1].callee.root_reference.data)
     last = _single_generic(last_fn) if last_fn is not None else None
-    if last is None or not isinstance(c_val.owner, memref.ViewOp):
-        return
+    if last is None:
+        return False
     args = list(last_fn.body.blocks[0].args)  # type: ignore[union-attr]
     if last.outputs[0] not in args:
-        return
+        return False
     out = chain[-1].arguments[args.index(last.outputs[0])]
     if out.type != c_val.type or _overlap(out, c_val):
-        return
+        return False
     # `out` is written by the last call without being read (not an SGD update in
     # place), as its one argument on those bytes, and touched by no other: its old
     # value is never read
     if sum(_overlap(v, out) for c in chain for v in c.arguments) != 1 or \
             not any(v is out for v in _pure_outputs(chain[-1], kernels)):
-        return
-    # the zero fill of C right before the GEMM (frame-gemm then drops it)
-    prev = call.prev_op
-    while isinstance(prev, arith.ConstantOp | memref.ViewOp) or is_profile_call(prev):
-        prev = prev.prev_op
-    fill_fn = kernels.get(prev.callee.root_reference.data) \
-        if isinstance(prev, func.CallOp) else None
-    if fill_fn is None or not _is_zero_fill(fill_fn) or prev.operands[0] is not c_val:  # type: ignore[union-attr]
-        return
-    # C is dead after the epilogue: no other op of the block uses its bytes, or the next
-    # call that does writes them without reading
-    after = call.next_op
-    while after is not None:  # an op with regions could use C out of the index's sight
-        if not isinstance(after, func.CallOp | func.ReturnOp | arith.ConstantOp
-                          | memref.ViewOp):
-            return
-        after = after.next_op
-    start = int(index.position[call])
-    nxt = index.touched.first([c_val], start, len(index.position) + 1, not_between)
-    if nxt is not None:
-        later = index.calls[nxt]
-        pure = _pure_outputs(later, kernels)
-        if any(_overlap(v, c_val) and not any(v is p for p in pure)
-               for v in later.arguments):
-            return
-    _hoist(out, prev, index)  # type: ignore[arg-type]
-    prev.operands = [out]  # type: ignore[union-attr]
+        return False
+    _hoist(out, fill, index)
+    fill.operands = [out]
     call.operands = [out if i == c_index else v for i, v in enumerate(call.arguments)]
     for c in chain:
         c.operands = [out if _same(v, c_val) else v for v in c.arguments]
+    return True
 
 
 def _fused_kernel(names: tuple[str, ...], parts: list[func.FuncOp],

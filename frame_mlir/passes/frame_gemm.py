@@ -46,8 +46,14 @@ broadcasts). Tiles on the edges of C go through a zero-padded scratch tile. The 
 panels and the edge tile live in scratch that the pass appends to each calling
 function's arena (one slot per task), passed to the kernel as a new last argument.
 
+A kernel marked `frame.c_dead` (`C_DEAD_ATTR`, by `frame-fuse-gemm-epilogue`: C is a
+zero-filled temporary that nothing but the epilogue reads, as a weight's gradient
+feeding its SGD update in place) with a single k block keeps each tile of C in the
+scratch tile: the micro-kernel writes it there, the epilogue reads it there, and C
+itself is never stored (a 1024 x 1024 gradient: 4 MiB of stores less per step).
+
 Options: `lanes` (L: f32 lanes of the widest vector register), `acc` (vector registers
-for accumulators), `l1`/`l2` (cache bytes, for the block sizes), `threads` (tasks),
+for accumulators), `l1`/`l2`/`l3` (cache bytes, for the block sizes), `threads` (tasks),
 `min_task_macs` (multiply-adds per thread, `gemm_threads`), `min_flops` (smaller
 contractions stay with the plain loops). The pipeline sets them
 from the host (`frame_mlir.target.host`); lit tests set them explicitly.
@@ -108,6 +114,10 @@ from frame_mlir.passes.frame_profile_kernels import erase_call, is_profile_call
 from frame_mlir.passes.llvm_common import static_strides
 
 Index = int | SSAValue
+
+C_DEAD_ATTR = "frame.c_dead"
+"""On a GEMM kernel with an epilogue: C's values are read by nothing but the epilogue
+(and C starts from a zero fill), so they need not be stored (see the module doc)."""
 
 FAST_PACK_MIN = 1 << 15
 """Elements of B (per call) from which its packing gets the vector paths (`_run_width`,
@@ -717,6 +727,7 @@ class _EpilogueCode:
                 flats[v] = _collapse(ir, v)
             return flats[v]
         self.flats = [[flat(v) for v in (*op.inputs, *op.outputs)] for op in epi.ops]
+        self.is_c = [[v is g.c_value for v in (*op.inputs, *op.outputs)] for op in epi.ops]
         self.strides = [[(o.stride(g.rows, g.sizes), o.stride(g.cols, g.sizes))
                          for o in per_op] for per_op in epi.operands]
 
@@ -725,19 +736,28 @@ class _EpilogueCode:
         return [[_offset(ir, o, ivs) for o in per_op] for per_op in self.epi.operands]
 
     def rect(self, ir: _Ir, bases: list[list[Index]], i_lo: Index, i_hi: Index, j_lo: Index,
-             j_hi: Index) -> None:
-        """The epilogue on rows [i_lo, i_hi) x columns [j_lo, j_hi) of C, row by row."""
-        ir.for_(i_lo, i_hi, 1, lambda ir, i, _: ir.for_(
-            j_lo, j_hi, 1, lambda ir, j, _: self.element(ir, bases, i, j)))
+             j_hi: Index, tile: tuple[SSAValue, int] | None = None) -> None:
+        """The epilogue on rows [i_lo, i_hi) x columns [j_lo, j_hi) of C, row by row;
+        with `tile` (a buffer and its row length), C's values are read from there, the
+        element (i_lo, j_lo) first."""
+        def row(ir: _Ir, i: SSAValue, _: Sequence[SSAValue]) -> None:
+            at = None if tile is None else ir.mul(ir.sub(i, i_lo), tile[1])
+            ir.for_(j_lo, j_hi, 1, lambda ir, j, _: self.element(
+                ir, bases, i, j, None if tile is None or at is None else
+                (tile[0], ir.add(at, ir.sub(j, j_lo)))))
+        ir.for_(i_lo, i_hi, 1, row)
 
-    def element(self, ir: _Ir, bases: list[list[Index]], i: Index, j: Index) -> None:
-        """Run every epilogue op's body for element (i, j), in order."""
+    def element(self, ir: _Ir, bases: list[list[Index]], i: Index, j: Index,
+                c_at: tuple[SSAValue, Index] | None = None) -> None:
+        """Run every epilogue op's body for element (i, j), in order (C's value read
+        from `c_at` if given)."""
         for e, op in enumerate(self.epi.ops):
             offs = [ir.add(base, ir.mul(i, rs or 0), ir.mul(j, cs or 0))
                     for base, (rs, cs) in zip(bases[e], self.strides[e], strict=True)]
             block = op.body.block
             mapping: dict[SSAValue, SSAValue] = {
-                arg: ir.load(self.flats[e][p], offs[p])
+                arg: ir.load(*(c_at if c_at is not None and self.is_c[e][p] else
+                               (self.flats[e][p], offs[p])))
                 for p, arg in enumerate(block.args) if arg.uses}
             for body_op in block.ops:
                 if isinstance(body_op, linalg.YieldOp):
@@ -753,7 +773,7 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                scratch: _Scratch, micros: dict[str, func.FuncOp], beta0: bool,
                epi: Epilogue | None = None, epi_per_tile: bool = True,
                direct_a: tuple[int, int] | None = None,
-               fast_pack_min: int = FAST_PACK_MIN) -> None:
+               fast_pack_min: int = FAST_PACK_MIN, c_dead: bool = False) -> None:
     """Insert the blocked GEMM for `g` at `ir`. Tiles call the shared micro-kernels
     (`micro_kernel`), made on first use into `micros`; with `beta0`, C's prior contents
     are ignored (they were zeros from a fill that the caller drops). With `epi`, each
@@ -762,7 +782,9 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
     block, row by row; a split-K GEMM runs it after adding the partial sums. With
     `direct_a` (A's row and k strides, see `_direct_a`) A is not packed: the
     micro-kernels read it in place. B's packing gets vector paths from
-    `fast_pack_min` elements on (`FAST_PACK_MIN`)."""
+    `fast_pack_min` elements on (`FAST_PACK_MIN`). With `c_dead` (C is read by nothing
+    but the epilogue, `C_DEAD_ATTR`) and one k block, tiles are computed in the scratch
+    tile and the epilogue reads them there: C is never stored."""
     mr, nr = blk.mr, blk.nr
     m, n, k = g.m, g.n, g.k
     tables = _tables(g)
@@ -788,6 +810,13 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
     zero = ir.ins(arith.ConstantOp(builtin.FloatAttr(0.0, f32))).results[0]
     tasks, per_task = split.tasks, split.per_task
     place = place_outer(g, blk, split)
+    # C in the scratch tile: full MR x NR tiles of zero-padded panels (A packed: a
+    # direct A has no padding rows), C never read (beta0) and final after one k block;
+    # the epilogue then runs per tile, whatever the size of its operands.
+    c_in_tile = c_dead and beta0 and epi is not None and g.k <= blk.kc and \
+        direct_a is None and not split.k and g.gather is None and \
+        not any(v is g.c_value for op in epi.ops for v in op.outputs)
+    epi_per_tile = epi_per_tile or c_in_tile
 
     def partial(ir: _Ir, s: Index) -> SSAValue:
         at = ir.add(scratch.partials_at, ir.mul(s, 4 * m * n))
@@ -1070,6 +1099,12 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                                           ).results[0]
             else:
                 zero_flag = 0
+            if c_in_tile:
+                assert epi_code is not None
+                call(ir, mr, blk.nv, st.tile_dyn, 0, nr, pa, pb, kc, zero_flag)
+                epi_code.rect(ir, bases, i0, ir.min(ir.add(i0, mr), m), j0,
+                              ir.min(ir.add(j0, nr), hi), (tile, nr))
+                return
             full_rows = ir.le(ir.add(i0, mr), m)
             full_cols = ir.le(ir.add(j0, nr), hi)
 
@@ -1636,13 +1671,14 @@ class FrameGemm(ModulePass):
             ir = _Ir(Builder(InsertPoint.before(generic)))
             build_gemm(ir, g, blk, split, ws, scratch, micros, beta0, epi,
                        epi is not None and _epilogue_bytes(g, epi) <= self.l2 // 2,
-                       direct_a, self.fast_pack_min)
+                       direct_a, self.fast_pack_min, C_DEAD_ATTR in fn.attributes)
             for done in [generic, *(epi.ops if epi is not None else ())]:
                 done.detach()
                 done.erase()
             scratch_of[name] = nbytes
             # The loops are its own now: the generic's iterator summary no longer applies.
             fn.attributes.pop("frame.parallel_dims", None)
+            fn.attributes.pop(C_DEAD_ATTR, None)
             for fill_call in fills.get(name, []):
                 erase_call(fill_call)
         first = next((f for f in op.ops if isinstance(f, func.FuncOp)), None)

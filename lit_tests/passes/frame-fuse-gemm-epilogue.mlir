@@ -186,3 +186,74 @@ builtin.module {
 // CHECK:         func.call @h__k0_fill(%[[C]])
 // CHECK-NEXT:    func.call @h__k1_matmul_add_relu2(%[[A]], %[[B]], %[[C]], %[[BIAS]], %[[O]])
 // CHECK-NEXT:    func.call @h__k3_transpose(%[[C]], %[[O2]])
+
+// -----
+
+// An SGD update in place (w -= 0.1 * C) cannot take C's place: it reads its output. C
+// is still dead after it, so the fused kernel is marked `frame.c_dead` (frame-gemm may
+// then keep C's tiles in scratch and never store them). In @s2 a later call reads C:
+// no mark, and a kernel of its own.
+
+builtin.module {
+  func.func private @s__k0_fill(%c: memref<6x8xf32>) {
+    %zero = arith.constant 0.000000e+00 : f32
+    linalg.fill ins(%zero : f32) outs(%c : memref<6x8xf32>)
+    func.return
+  }
+  func.func private @s__k1_matmul(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %c: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<6x5xf32>, memref<5x8xf32>) outs(%c : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func private @s__k2_sgd_update(%c: memref<6x8xf32>, %w: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.sgd_update"} ins(%c : memref<6x8xf32>) outs(%w : memref<6x8xf32>) {
+    ^bb0(%g: f32, %p: f32):
+      %lr = arith.constant 1.000000e-01 : f32
+      %step = arith.mulf %lr, %g : f32
+      %r = arith.subf %p, %step : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func private @s__k3_transpose(%c: memref<6x8xf32>, %o: memref<8x6xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.transpose"} ins(%c : memref<6x8xf32>) outs(%o : memref<8x6xf32>) {
+    ^bb0(%x: f32, %z: f32):
+      linalg.yield %x : f32
+    }
+    func.return
+  }
+  func.func @s(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %w: memref<6x8xf32>, %arena: memref<512xi8> {frame.arena}) {
+    %0 = arith.constant 0 : index
+    %c = memref.view %arena[%0][] : memref<512xi8> to memref<6x8xf32>
+    func.call @s__k0_fill(%c) : (memref<6x8xf32>) -> ()
+    func.call @s__k1_matmul(%a, %b, %c) : (memref<6x5xf32>, memref<5x8xf32>, memref<6x8xf32>) -> ()
+    func.call @s__k2_sgd_update(%c, %w) : (memref<6x8xf32>, memref<6x8xf32>) -> ()
+    func.return
+  }
+  func.func @s2(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %w: memref<6x8xf32>, %o: memref<8x6xf32>, %arena: memref<512xi8> {frame.arena}) {
+    %0 = arith.constant 0 : index
+    %c = memref.view %arena[%0][] : memref<512xi8> to memref<6x8xf32>
+    func.call @s__k0_fill(%c) : (memref<6x8xf32>) -> ()
+    func.call @s__k1_matmul(%a, %b, %c) : (memref<6x5xf32>, memref<5x8xf32>, memref<6x8xf32>) -> ()
+    func.call @s__k2_sgd_update(%c, %w) : (memref<6x8xf32>, memref<6x8xf32>) -> ()
+    func.call @s__k3_transpose(%c, %o) : (memref<6x8xf32>, memref<8x6xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-LABEL: func.func private @s__k1_matmul_sgd_update(
+// CHECK-SAME:      %{{.*}}: memref<6x8xf32>) attributes {frame.c_dead} {
+// CHECK-LABEL: func.func private @s__k1_matmul_sgd_update2(
+// CHECK-SAME:      %{{.*}}: memref<6x8xf32>) {
+// CHECK-LABEL: func.func @s(
+// CHECK-SAME:      %[[A:.*]]: memref<6x5xf32>, %[[B:.*]]: memref<5x8xf32>, %[[W:.*]]: memref<6x8xf32>,
+// CHECK:         %[[C:.*]] = memref.view
+// CHECK-NEXT:    func.call @s__k0_fill(%[[C]])
+// CHECK-NEXT:    func.call @s__k1_matmul_sgd_update(%[[A]], %[[B]], %[[C]], %[[W]])
+// CHECK-NEXT:    func.return
+// CHECK-LABEL: func.func @s2(
+// CHECK:         func.call @s__k1_matmul_sgd_update2(
+// CHECK-NEXT:    func.call @s__k3_transpose(

@@ -462,3 +462,53 @@ builtin.module {
 // CHECK-COUNT-4:   vector.store
 // CHECK:         } else {
 // CHECK:           memref.load %[[WF]][
+
+// -----
+
+// A GEMM whose C nothing but its epilogue reads (`frame.c_dead`, from
+// frame-fuse-gemm-epilogue: here the SGD update of %w in place), zero-filled before the
+// call, with one k block (K = 5 <= KC): the micro-kernel writes each tile to the scratch
+// tile (row length NR = 8, from zero: the fill is dropped) and the epilogue reads C's
+// values there. C itself is never stored.
+builtin.module {
+  func.func private @fill(%c: memref<6x8xf32>) {
+    %zero = arith.constant 0.000000e+00 : f32
+    linalg.fill ins(%zero : f32) outs(%c : memref<6x8xf32>)
+    func.return
+  }
+  func.func private @k(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %c: memref<6x8xf32>, %w: memref<6x8xf32>) attributes {frame.c_dead} {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<6x5xf32>, memref<5x8xf32>) outs(%c : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.sgd_update"} ins(%c : memref<6x8xf32>) outs(%w : memref<6x8xf32>) {
+    ^bb0(%g: f32, %p: f32):
+      %lr = arith.constant 1.000000e-01 : f32
+      %step = arith.mulf %lr, %g : f32
+      %r = arith.subf %p, %step : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func @f(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %w: memref<6x8xf32>, %arena: memref<256xi8> {frame.arena}) attributes {frame.arena_size = 256 : i64} {
+    %0 = arith.constant 0 : index
+    %c = memref.view %arena[%0][] : memref<256xi8> to memref<6x8xf32>
+    func.call @fill(%c) : (memref<6x8xf32>) -> ()
+    func.call @k(%a, %b, %c, %w) : (memref<6x5xf32>, memref<5x8xf32>, memref<6x8xf32>, memref<6x8xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-LABEL: func.func private @k(
+// CHECK-SAME:    %[[W:[^:]*]]: memref<6x8xf32>, %{{[^:]*}}: memref<384xi8>)
+// CHECK:         %[[WF:.*]] = memref.collapse_shape %[[W]]
+// CHECK:           %[[TILE:.*]] = memref.view {{.*}} to memref<16xf32>
+// CHECK:           %[[TD:.*]] = "memref.cast"(%[[TILE]]) : (memref<16xf32>) -> memref<?xf32>
+// CHECK:               func.call @frame_gemm_micro_2x8_p2x8_f32x4(%{{.*}}, %{{.*}}, %[[TD]],
+// CHECK:                   memref.load %[[TILE]][%{{.*}}] : memref<16xf32>
+// CHECK-NEXT:              memref.load %[[WF]][%{{.*}}] : memref<48xf32>
+// CHECK:                   memref.store %{{.*}}, %[[WF]][%{{.*}}] : memref<48xf32>
+// CHECK-LABEL: func.func @f(
+// CHECK-NOT:     func.call @fill
+// CHECK:         func.call @k(
