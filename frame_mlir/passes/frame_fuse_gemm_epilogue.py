@@ -28,6 +28,9 @@ per tile after the tile's last k block. Kernels no longer called are erased.
 When C is an arena temporary that starts from a zero fill and nothing reads it after
 the epilogue, the fill and the GEMM write the last epilogue call's output instead and
 the epilogue runs in place there (`_store_c_in_output`): C is not stored twice.
+When C is such a temporary but the epilogue cannot take its place (the last op reads its
+own output: a weight's SGD update in place), the fused kernel is marked `frame.c_dead`
+(`C_DEAD_ATTR`): frame-gemm may keep each tile of C in its scratch and never store C.
 Otherwise C is still stored (another op may read it).
 Numerics: every epilogue op computes exactly what it computed before, from the same
 final values of C: results are bit-identical to the unfused pipeline.
