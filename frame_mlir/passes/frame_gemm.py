@@ -1276,7 +1276,8 @@ def gemm_threads(g: Contraction, threads: int, min_task_macs: int = MIN_TASK_MAC
 PACK_COST = 16
 """Multiply-adds one packed element costs, for `_task_split`'s estimate: the micro-kernel
 does about 32 multiply-adds a cycle (two `<16 x f32>` FMAs), packing moves one or two
-elements (the MR x KC transpose does not vectorize)."""
+elements (A's MR-row panels a vector of MR floats, or MR scalars, per k; the loads miss
+in cache more often than the micro-kernel's)."""
 
 SWITCH_GAIN = 0.9
 """How much shorter (in estimated multiply-adds) the longest task of a later choice of
@@ -1463,8 +1464,9 @@ with them)."""
 def _direct_a(g: Contraction, blk: Blocking, split: _Split, place: Placement,
               max_uses: int, min_elements: int = DIRECT_A_MIN) -> tuple[int, int] | None:
     """A's (row stride, k stride) when the micro-kernels should read it in place rather
-    than from a packed copy, else None. Packing costs about one scalar load and store
-    per element (the MR x KC transpose does not vectorize), and repays that only when
+    than from a packed copy, else None. Packing costs about a load and a store per
+    element (a panel is MR rows wide: a k's MR floats at most one vector), and repays
+    that only when
     the packed block meets many B vectors: a deep convolution layer's weights (512 x
     4608, 32 columns: one column panel) were packed at more cost than their FMAs. Taken
     when A needs no offset table, has at least `min_elements` over all its outer dims
