@@ -803,10 +803,10 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
     b_run, b_run_step = _run_width(g, blk) if big_b else (0, 1)
     b_k_run, b_k_step = (0, 1) if b_run or not big_b else _k_run(g, blk, split)
     # A's panels are MR rows wide: rows at stride 1 (A = X^T, a weight gradient's) copy
-    # one vector of MR floats per k; k at stride 1 (a row-major A) copy MR rows k by k.
-    a_rows, a_ks = g.a.stride(g.rows, g.sizes), g.a.stride(g.red, g.sizes)
-    a_run = mr if a_rows == 1 and mr > 1 else 0
-    a_unrolled = not a_run and a_ks == 1
+    # one vector of MR floats per k; other A (row-major, or a convolution's output
+    # gradient with k through a table) copy MR rows k by k.
+    a_run = mr if g.a.stride(g.rows, g.sizes) == 1 and mr > 1 else 0
+    a_unrolled = not a_run
     zero = ir.ins(arith.ConstantOp(builtin.FloatAttr(0.0, f32))).results[0]
     tasks, per_task = split.tasks, split.per_task
     place = place_outer(g, blk, split)
@@ -983,10 +983,11 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
             panel inside `bound` is copied in k_run x k_run blocks, k_run vector loads
             along k (`_load_run`) transposed in
             registers (`_transpose`) into k_run vector stores along the panel's rows;
-            the k that do not fill a group go element by element. With `unrolled` (k
-            at stride 1, a narrow panel: A's MR rows), a panel inside `bound` is
-            copied k by k with the `width` row offsets computed once per panel: no
-            index clamp or select per element, as `elements` needs at the edges."""
+            the k that do not fill a group go element by element. With `unrolled` (a
+            narrow panel: A's MR rows), a panel inside `bound` is copied k by k, the
+            `width` row offsets computed once per panel and k's offset (a table load,
+            for a convolution's positions) once per k: no index clamp or select per
+            element, as `elements` needs at the edges."""
             last = ir.sub(bound, 1)
             k_inner = k_addr.stride == 1 and x_addr.stride != 1
 
@@ -1011,7 +1012,10 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                     ir.for_(0, kc, 1, lambda ir, kk, _: copy(ir, at, kk, q))
                 ir.for_(0, width, run, group)
 
-            def blocks(ir: _Ir, p0: SSAValue, dst0: Index) -> None:
+            def blocks(ir: _Ir, p0: SSAValue, dst0: Index, w_end: Index = width) -> None:
+                # Columns [0, w_end) (whole groups of k_run inside `bound`) by
+                # transposes; the rest of a panel past the last column (w_end < width)
+                # and the k past the last whole group element by element.
                 k_end = ir.floor(kc, k_run)
 
                 def group(ir: _Ir, kg: SSAValue, _: Sequence[SSAValue]) -> None:
@@ -1024,32 +1028,44 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                         for t, v in enumerate(_transpose(ir, rows)):
                             ir.ins(vector.StoreOp(v, dst, [ir.idx(ir.add(
                                 dst0, ir.mul(ir.add(kg, t), width), jb))]))
-                    ir.for_(0, width, k_run, block)
+                    ir.for_(0, w_end, k_run, block)
                 ir.for_(0, k_end, k_run, group)
                 elements(ir, p0, dst0, k_end)
+                if w_end is not width:
+                    elements(ir, p0, dst0, 0, k_end, w_end)
 
             def rows(ir: _Ir, p0: SSAValue, dst0: Index) -> None:
-                assert k_addr.stride == 1
-                at = [ir.add(x0, x_addr.at(ir, ir.add(first, p0, w)), pc)
+                at = [ir.add(x0, x_addr.at(ir, ir.add(first, p0, w)))
                       for w in range(width)]
 
                 def kbody(ir: _Ir, kk: SSAValue, _: Sequence[SSAValue]) -> None:
                     out = ir.add(dst0, ir.mul(kk, width))
+                    k_off = k_addr.at(ir, ir.add(pc, kk))  # one table load, if any
                     for w in range(width):
-                        ir.store(ir.load(src, ir.add(at[w], kk)), dst, ir.add(out, w))
+                        ir.store(ir.load(src, ir.add(at[w], k_off)), dst, ir.add(out, w))
                 ir.for_(0, kc, 1, kbody)
 
             def panel(ir: _Ir, p0: SSAValue, _: Sequence[SSAValue]) -> None:
                 dst0 = ir.mul(p0, blk.kc)
                 fast = runs if run else blocks if k_run else rows if unrolled else None
-                if fast is not None:
-                    inside = ir.le(ir.add(first, p0, width), bound)
+                if fast is None:
+                    elements(ir, p0, dst0)
+                    return
+                inside = ir.le(ir.add(first, p0, width), bound)
+                if fast is blocks:  # a partial panel: its whole groups still transposed
+                    def partial(ir: _Ir) -> None:
+                        blocks(ir, p0, dst0, ir.floor(ir.sub(bound, ir.add(first, p0)),
+                                                      k_run))
+                    ir.if_(inside, lambda ir: blocks(ir, p0, dst0), partial)
+                else:
                     ir.if_(inside, lambda ir: fast(ir, p0, dst0),
                            lambda ir: elements(ir, p0, dst0))
-                else:
-                    elements(ir, p0, dst0)
 
-            def elements(ir: _Ir, p0: SSAValue, dst0: Index, k0: Index = 0) -> None:
+            def elements(ir: _Ir, p0: SSAValue, dst0: Index, k0: Index = 0,
+                         k1: Index | None = None, w0: Index = 0) -> None:
+                """k in [k0, k1) (k1 None: kc) x columns [w0, width)."""
+                k_hi = kc if k1 is None else k1
+
                 def along_x(ir: _Ir, w: SSAValue) -> tuple[Index, SSAValue]:
                     x = ir.add(first, p0, w)
                     return x_addr.at(ir, ir.min(x, last)), ir.lt(x, bound)
@@ -1063,12 +1079,12 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                 if k_inner:
                     def col(ir: _Ir, w: SSAValue, _: Sequence[SSAValue]) -> None:
                         x_off, ok = along_x(ir, w)
-                        ir.for_(k0, kc, 1, lambda ir, kk, _: elem(ir, kk, w, x_off, ok))
-                    ir.for_(0, width, 1, col)
+                        ir.for_(k0, k_hi, 1, lambda ir, kk, _: elem(ir, kk, w, x_off, ok))
+                    ir.for_(w0, width, 1, col)
                 else:
                     def row(ir: _Ir, kk: SSAValue, _: Sequence[SSAValue]) -> None:
-                        ir.for_(0, width, 1, lambda ir, w, _: elem(ir, kk, w, *along_x(ir, w)))
-                    ir.for_(k0, kc, 1, row)
+                        ir.for_(w0, width, 1, lambda ir, w, _: elem(ir, kk, w, *along_x(ir, w)))
+                    ir.for_(k0, k_hi, 1, row)
             ir.for_(0, extent, width, panel)
 
         def pack_b(ir: _Ir, b0: Index, jc: SSAValue, nc: Index, pc: SSAValue,

@@ -121,6 +121,36 @@ def test_plain_b_packed_by_runs(m: int, k: int, n: int, ta: bool,
     np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
 
 
+@pytest.mark.parametrize("m,k,n", [(13, 64, 45), (31, 200, 70), (7, 40, 24), (9, 24, 100)])
+def test_b_along_k_transposed_in_partial_panels(m: int, k: int, n: int,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A B whose k run contiguously (`X · Wᵀ`: W's rows) is packed by in-register
+    transposes of 8 x 8 blocks; a last panel past the last column (n not a multiple of
+    NR = 32) transposes its whole groups of 8 columns too, and packs the rest (and the k
+    past the last group of 8) element by element, zeros past the last column: the same
+    bits as the plain loops, and torch-close. (The threshold of the vector paths is
+    lifted for these small B.)"""
+    from frame_mlir.passes import pipeline
+
+    make = pipeline.gemm_pass
+    monkeypatch.setattr(pipeline, "gemm_pass", lambda options: dataclasses.replace(
+        make(options), fast_pack_min=0))
+    rng = np.random.default_rng(m + 3 * k + 7 * n)
+    av = rng.standard_normal((m, k), dtype=np.float32)
+    bv = rng.standard_normal((n, k), dtype=np.float32)
+    tiled, ir = _compile(_matmul_module(m, k, n, False, True), **SMALL, f32_lanes=8,
+                         gemm_min_flops=0)
+    plain, _ = _compile(_matmul_module(m, k, n, False, True), gemm=False)
+    forward = "".join(f for f in ir.split("func.func ") if f.startswith("private @mm_y"))
+    assert "vector.shuffle" in forward  # the transposes
+    (y,) = tiled("mm_y", av, bv)
+    ref = torch.from_numpy(av).double() @ torch.from_numpy(bv).double().T
+    np.testing.assert_allclose(y, ref.numpy(), rtol=1e-5,
+                               atol=1e-6 * max(1.0, float(ref.abs().max())) * np.sqrt(k))
+    (want,) = plain("mm_y", av, bv)
+    np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
+
+
 @pytest.mark.parametrize("m,k,n", [(13, 97, 37), (31, 200, 70), (6, 64, 48), (5, 3, 64)])
 @pytest.mark.parametrize("ta", [False, True])
 def test_a_packed_by_vectors_or_unrolled_rows(m: int, k: int, n: int, ta: bool) -> None:
