@@ -54,7 +54,7 @@ os.environ["FRAME_VERIFY_EACH"] = "1"
 #: missing here only risks a longer tail; a name that no longer exists is ignored.
 SLOW_FILES = [
     "oracle/test_ops_vs_torch.py",
-    "network/test_conformance.py",  # its setup uses two processes of its own
+    "network/test_conformance.py",  # its cases compile in this worker (workers())
     "distributed/test_network_dp.py",  # MPI jobs of 2-4 ranks
     "distributed/test_kyn_dp.py",
     "distributed/test_v0_dp.py",

@@ -51,7 +51,13 @@ What keeps it there:
 * compiles use `CompileOptions(threads=1)`: a smaller IR (~25% less compile time);
   results do not depend on the thread count (tests/runtime/test_threads.py);
 * the chunks run in worker processes, one per available core (`CONFORMANCE_WORKERS`
-  overrides; 1 runs everything in the pytest process);
+  overrides; 1 runs everything in the pytest process). Under pytest-xdist the cores are
+  shared with the other xdist workers, which have files of their own to run: the pool
+  gets the cores per xdist worker (on the 2-core CI machine with 2 xdist workers: none,
+  the chunks run in the pytest process). A pool there only added processes competing
+  for the same cores: each spawned worker pays the compiler's imports and first compile
+  again, and measured on one core the file took 159 s with a pool of two against 127 s
+  in one process;
 * the cases of the `*_gemm/_win/_dsc` files equal the first cases of conv2d/tr_conv2d
   except for the `*_algo` options (README); when the values are equal and the IR
   built with those options is identical to the IR without them, the case shares the
@@ -567,6 +573,8 @@ def plan(names: list[str]) -> tuple[list[tuple[str, str, list[str]]], dict[str, 
 
 
 def workers() -> int:
+    """Processes for the chunks: the available cores, shared with the other
+    pytest-xdist workers when there are some (see the module's docstring)."""
     env = os.environ.get("CONFORMANCE_WORKERS", "").strip()
     if env:
         return max(1, int(env))
@@ -574,6 +582,7 @@ def workers() -> int:
         n = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         n = os.cpu_count() or 1
+    n //= max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "") or 1))
     return max(1, min(n, 8))
 
 
