@@ -803,9 +803,12 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
     b_run, b_run_step = _run_width(g, blk) if big_b else (0, 1)
     b_k_run, b_k_step = (0, 1) if b_run or not big_b else _k_run(g, blk, split)
     # A's panels are MR rows wide: rows at stride 1 (A = X^T, a weight gradient's) copy
-    # one vector of MR floats per k; other A (row-major, or a convolution's output
-    # gradient with k through a table) copy MR rows k by k.
-    a_run = mr if g.a.stride(g.rows, g.sizes) == 1 and mr > 1 else 0
+    # one vector of MR floats per k (MR a power of two: the C++ emitter's vector types
+    # need one; LLVM's SLP vectorizer joins the 6 loads of an MR = 6 row anyway); other
+    # A (row-major, or a convolution's output gradient with k through a table) copy MR
+    # rows k by k.
+    a_run = mr if g.a.stride(g.rows, g.sizes) == 1 and mr > 1 and mr & (mr - 1) == 0 \
+        else 0
     a_unrolled = not a_run
     zero = ir.ins(arith.ConstantOp(builtin.FloatAttr(0.0, f32))).results[0]
     tasks, per_task = split.tasks, split.per_task
@@ -991,7 +994,9 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
             last = ir.sub(bound, 1)
             k_inner = k_addr.stride == 1 and x_addr.stride != 1
 
-            def runs(ir: _Ir, p0: SSAValue, dst0: Index) -> None:
+            def runs(ir: _Ir, p0: SSAValue, dst0: Index, w_end: Index = width) -> None:
+                # Columns [0, w_end) a run at a time; the rest of a panel past the last
+                # column (w_end < width) element by element.
                 def copy(ir: _Ir, at: Index, kk: SSAValue, q: SSAValue) -> None:
                     v = _load_run(ir, src, ir.add(at, k_addr.at(ir, ir.add(pc, kk))),
                                   run, run_step)
@@ -1004,13 +1009,14 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                     assert x_addr.stride == 1 and run_step == 1
                     at = ir.add(x0, x_addr.at(ir, ir.add(first, p0)))
                     ir.for_(0, kc, 1, lambda ir, kk, _: ir.for_(
-                        0, width, run, lambda ir, q, _: copy(ir, ir.add(at, q), kk, q)))
-                    return
-
-                def group(ir: _Ir, q: SSAValue, _: Sequence[SSAValue]) -> None:
-                    at = ir.add(x0, x_addr.at(ir, ir.add(first, p0, q)))
-                    ir.for_(0, kc, 1, lambda ir, kk, _: copy(ir, at, kk, q))
-                ir.for_(0, width, run, group)
+                        0, w_end, run, lambda ir, q, _: copy(ir, ir.add(at, q), kk, q)))
+                else:
+                    def group(ir: _Ir, q: SSAValue, _: Sequence[SSAValue]) -> None:
+                        at = ir.add(x0, x_addr.at(ir, ir.add(first, p0, q)))
+                        ir.for_(0, kc, 1, lambda ir, kk, _: copy(ir, at, kk, q))
+                    ir.for_(0, w_end, run, group)
+                if w_end is not width:
+                    elements(ir, p0, dst0, 0, None, w_end)
 
             def blocks(ir: _Ir, p0: SSAValue, dst0: Index, w_end: Index = width) -> None:
                 # Columns [0, w_end) (whole groups of k_run inside `bound`) by
@@ -1052,11 +1058,15 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                     elements(ir, p0, dst0)
                     return
                 inside = ir.le(ir.add(first, p0, width), bound)
-                if fast is blocks:  # a partial panel: its whole groups still transposed
+                group = k_run if fast is blocks else run if fast is runs else 0
+                if group and group & (group - 1) == 0 and group < width:
+                    # A partial panel: its whole groups (of k_run columns, or runs) the
+                    # fast way still.
                     def partial(ir: _Ir) -> None:
-                        blocks(ir, p0, dst0, ir.floor(ir.sub(bound, ir.add(first, p0)),
-                                                      k_run))
-                    ir.if_(inside, lambda ir: blocks(ir, p0, dst0), partial)
+                        assert fast is not None
+                        fast(ir, p0, dst0, ir.floor(ir.sub(bound, ir.add(first, p0)),
+                                                    group))
+                    ir.if_(inside, lambda ir: fast(ir, p0, dst0), partial)
                 else:
                     ir.if_(inside, lambda ir: fast(ir, p0, dst0),
                            lambda ir: elements(ir, p0, dst0))

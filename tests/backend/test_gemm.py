@@ -90,14 +90,16 @@ def test_gemm_matches_torch_and_plain_loops(m: int, k: int, n: int, ta: bool, tb
         np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
 
 
-@pytest.mark.parametrize("m,k,n", [(13, 97, 37), (31, 200, 70), (96, 64, 48), (5, 3, 64)])
+@pytest.mark.parametrize("m,k,n", [(13, 97, 37), (31, 200, 70), (96, 64, 48), (5, 3, 64),
+                                   (13, 50, 45)])
 @pytest.mark.parametrize("ta", [False, True])
 def test_plain_b_packed_by_runs(m: int, k: int, n: int, ta: bool,
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """A B whose columns are contiguous (a weight [k, n]) is packed a row of `lanes`
-    floats at a time where a panel ends inside B, element by element at the last
-    panel (these B are below the size from which it does, so the threshold is lifted):
-    the same bits as the plain loops, and torch-close."""
+    floats at a time where a panel ends inside B; a last panel past the last column
+    (n = 48, 45: 16 and 13 of 32) copies its whole rows of `lanes` floats the same way
+    and the rest element by element (these B are below the size from which it does, so
+    the threshold is lifted): the same bits as the plain loops, and torch-close."""
     from frame_mlir.passes import pipeline
 
     make = pipeline.gemm_pass
@@ -151,14 +153,17 @@ def test_b_along_k_transposed_in_partial_panels(m: int, k: int, n: int,
     np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
 
 
-@pytest.mark.parametrize("m,k,n", [(13, 97, 37), (31, 200, 70), (6, 64, 48), (5, 3, 64)])
+# MR (8 lanes, 24 accumulators): 6 for 4 vectors per tile (n > 24), 8 for 3, 16 for 1
+@pytest.mark.parametrize("m,k,n", [(13, 97, 37), (31, 200, 70), (6, 64, 48), (5, 3, 64),
+                                   (13, 97, 20), (37, 50, 8)])
 @pytest.mark.parametrize("ta", [False, True])
 def test_a_packed_by_vectors_or_unrolled_rows(m: int, k: int, n: int, ta: bool) -> None:
     """A's MR-row panels: an A whose rows are contiguous (`Aᵀ` of a [k, m] array, as
-    a weight gradient's X^T) is packed one vector of MR floats per k; a row-major A
-    k by k over its MR rows, without the clamp and select of the edge panels. Each
-    shape has full panels and (but for m = 6) a partial last one: the same bits as the
-    plain loops, and torch-close."""
+    a weight gradient's X^T) is packed one vector of MR floats per k when MR is a power
+    of two (8, 16: the C++ emitter's vector types need one); any other A k by k over its
+    MR rows, without the clamp and select of the edge panels. Each shape has full
+    panels and (but for m = 6) a partial last one: the same bits as the plain loops,
+    and torch-close."""
     rng = np.random.default_rng(m + 5 * k + 11 * n + ta)
     av = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
     bv = rng.standard_normal((k, n), dtype=np.float32)
@@ -168,7 +173,7 @@ def test_a_packed_by_vectors_or_unrolled_rows(m: int, k: int, n: int, ta: bool) 
     forward = "".join(f for f in ir.split("func.func ") if f.startswith("private @mm_y"))
     mr = int(re.findall(r"frame_gemm_micro_\d+x\d+_p(\d+)x", forward)[0])
     vector_rows = f"memref<{k * m}xf32>, vector<{mr}xf32>" in forward
-    assert vector_rows == (ta and mr > 1 and m >= mr), (mr, ta)
+    assert vector_rows == (ta and mr in (2, 4, 8, 16) and m >= mr), (mr, ta)
     (y,) = tiled("mm_y", av, bv)
     ref = torch.from_numpy(av).double()
     ref = (ref.T if ta else ref) @ torch.from_numpy(bv).double()
@@ -205,6 +210,10 @@ def test_gemm_bits_do_not_depend_on_vector_width_or_tasks(lanes: int, threads: i
     # in-register transposes (at stride 2: even lanes of two loads first)
     ((2, 4, 8, 8), (6, 4, 3, 3), (1, 1), (1, 1), "vector.shuffle"),
     ((2, 3, 16, 16), (4, 3, 3, 3), (2, 2), (1, 1), "vector.shuffle"),
+    # 144 output positions per image: the forward's last B panel (16 of 64 columns) is
+    # copied by runs of 4 too; the weight gradient's one panel (27 columns) transposes
+    # its whole groups and packs the rest element by element
+    ((2, 3, 12, 12), (4, 3, 3, 3), (1, 1), (1, 1), "vector.shuffle"),
 ])
 def test_conv_through_gemm_matches_torch(xs: tuple[int, ...], ws: tuple[int, ...],
                                          stride: tuple[int, ...],
