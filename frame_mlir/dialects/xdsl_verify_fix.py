@@ -19,7 +19,7 @@ import xdsl.irdl.operations as irdl_ops
 from xdsl.ir import ErasedSSAValue, Operation, Region
 from xdsl.irdl.constraints import AnyAttr, RangeOf, SingleOf
 from xdsl.irdl.operations import VariadicDef, VarIRConstruct
-from xdsl.traits import IsTerminator, NoTerminator
+from xdsl.traits import IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 _original = irdl_ops.verify_variadic_size
@@ -333,9 +333,47 @@ def _operation_verify(self: Operation, verify_nested_ops: bool = True) -> None:
         )
 
 
+# -- IsolatedFromAbove without a walk up from every operand ----------------------------
+#
+# xDSL's `IsolatedFromAbove.verify` asks `op.is_ancestor(operand.owner)` for every
+# operand of every op in the op's regions (not entering nested isolated ops): a walk
+# from the operand's definition up to `op`, as deep as the loop nest (a GEMM kernel's
+# are ten deep), after every pass for every function. `_isolated_verify` first collects
+# the blocks and ops it visits; an operand defined by one of them is inside `op` (and
+# is not `op`), so only the others take xDSL's test, with xDSL's error.
+
+_original_isolated_verify = IsolatedFromAbove.verify
+
+
+def _isolated_verify(self: IsolatedFromAbove, op: Operation) -> None:
+    inside: set[int] = set()
+    ops: list[Operation] = []
+    regions: list[Region] = list(op.regions)
+    while regions:
+        region = regions.pop()
+        for block in region.blocks:
+            inside.add(id(block))
+            for child_op in block.ops:
+                inside.add(id(child_op))
+                ops.append(child_op)
+                if not child_op.has_trait(IsolatedFromAbove):
+                    regions += child_op.regions
+    for child_op in ops:
+        for operand in child_op._operands:
+            owner = operand.owner
+            if id(owner) in inside:
+                continue
+            if not op.is_ancestor(owner) or owner is op:
+                raise VerifyException(
+                    "Operation using value defined out of its "
+                    f"IsolatedFromAbove parent: {child_op}"
+                )
+
+
 def install() -> None:
-    """Replace the module-level function the IRDL verifiers call, and `OpDef.verify`
-    (idempotent)."""
+    """Replace the module-level function the IRDL verifiers call, `OpDef.verify`,
+    `Operation.verify` and `IsolatedFromAbove.verify` (idempotent)."""
     irdl_ops.verify_variadic_size = verify_variadic_size
     irdl_ops.OpDef.verify = op_def_verify
     Operation.verify = _operation_verify
+    IsolatedFromAbove.verify = _isolated_verify  # type: ignore[method-assign]

@@ -182,3 +182,37 @@ def test_a_class_that_redefines_an_accessor_is_left_to_xdsl(monkeypatch: Any) ->
     with pytest.raises(VerifyException):
         arith.AddiOp(flag.results[0], arith.ConstantOp(IntegerAttr(1, i64)).results[0]
                      ).verify()
+
+
+def test_isolated_from_above_agrees_with_xdsl(modules: list[ModuleOp]) -> None:
+    """The fast `IsolatedFromAbove.verify` accepts every function of every stage, as
+    xDSL's does, and rejects a function that uses a value defined outside it (inside
+    a loop of the function) with xDSL's message; using one defined inside, it verifies."""
+    from xdsl.traits import IsolatedFromAbove
+
+    assert IsolatedFromAbove.verify is xdsl_verify_fix._isolated_verify
+    trait = IsolatedFromAbove()
+
+    def both(op: Operation) -> tuple[str, str] | None:
+        fast = _outcome(lambda: xdsl_verify_fix._isolated_verify(trait, op))
+        slow = _outcome(lambda: xdsl_verify_fix._original_isolated_verify(trait, op))
+        assert fast == slow, (fast, slow)
+        return fast
+
+    for m in modules:
+        for op in m.walk():
+            if op.has_trait(IsolatedFromAbove):
+                assert both(op) is None
+    outside = arith.ConstantOp(IntegerAttr(1, i64))
+    lb, ub, step = (arith.ConstantOp(IntegerAttr(v, i64)) for v in (0, 4, 1))
+    use = arith.AddiOp(outside, outside)
+    body = Block(arg_types=[i64])
+    body.add_ops([use, scf.YieldOp()])
+    loop = scf.ForOp(lb, ub, step, [], body)
+    fn = func.FuncOp("f", ((), ()))
+    fn.body.block.add_ops([lb, ub, step, loop, func.ReturnOp()])
+    ModuleOp([fn]).body.block.insert_op_before(outside, fn)
+    err = both(fn)
+    assert err is not None and "IsolatedFromAbove" in err[1]
+    use.operands = [lb.result, lb.result]  # defined inside: verifies
+    assert both(fn) is None
