@@ -741,10 +741,12 @@ class _EpilogueCode:
         with `tile` (a buffer and its row length), C's values are read from there, the
         element (i_lo, j_lo) first."""
         def row(ir: _Ir, i: SSAValue, _: Sequence[SSAValue]) -> None:
-            at = None if tile is None else ir.mul(ir.sub(i, i_lo), tile[1])
+            if tile is None:
+                ir.for_(j_lo, j_hi, 1, lambda ir, j, _: self.element(ir, bases, i, j))
+                return
+            buf, at = tile[0], ir.mul(ir.sub(i, i_lo), tile[1])
             ir.for_(j_lo, j_hi, 1, lambda ir, j, _: self.element(
-                ir, bases, i, j, None if tile is None or at is None else
-                (tile[0], ir.add(at, ir.sub(j, j_lo)))))
+                ir, bases, i, j, (buf, ir.add(at, ir.sub(j, j_lo)))))
         ir.for_(i_lo, i_hi, 1, row)
 
     def element(self, ir: _Ir, bases: list[list[Index]], i: Index, j: Index,
@@ -809,7 +811,6 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
     # rows k by k.
     a_run = mr if g.a.stride(g.rows, g.sizes) == 1 and mr > 1 and mr & (mr - 1) == 0 \
         else 0
-    a_unrolled = not a_run
     zero = ir.ins(arith.ConstantOp(builtin.FloatAttr(0.0, f32))).results[0]
     tasks, per_task = split.tasks, split.per_task
     place = place_outer(g, blk, split)
@@ -994,9 +995,12 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
             last = ir.sub(bound, 1)
             k_inner = k_addr.stride == 1 and x_addr.stride != 1
 
-            def runs(ir: _Ir, p0: SSAValue, dst0: Index, w_end: Index = width) -> None:
-                # Columns [0, w_end) a run at a time; the rest of a panel past the last
-                # column (w_end < width) element by element.
+            def runs(ir: _Ir, p0: SSAValue, dst0: Index, w_end: Index | None = None
+                     ) -> None:
+                # Columns [0, w_end) a run at a time (None: the whole panel); the rest of
+                # a panel past the last column element by element.
+                end = width if w_end is None else w_end
+
                 def copy(ir: _Ir, at: Index, kk: SSAValue, q: SSAValue) -> None:
                     v = _load_run(ir, src, ir.add(at, k_addr.at(ir, ir.add(pc, kk))),
                                   run, run_step)
@@ -1009,19 +1013,20 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                     assert x_addr.stride == 1 and run_step == 1
                     at = ir.add(x0, x_addr.at(ir, ir.add(first, p0)))
                     ir.for_(0, kc, 1, lambda ir, kk, _: ir.for_(
-                        0, w_end, run, lambda ir, q, _: copy(ir, ir.add(at, q), kk, q)))
+                        0, end, run, lambda ir, q, _: copy(ir, ir.add(at, q), kk, q)))
                 else:
                     def group(ir: _Ir, q: SSAValue, _: Sequence[SSAValue]) -> None:
                         at = ir.add(x0, x_addr.at(ir, ir.add(first, p0, q)))
                         ir.for_(0, kc, 1, lambda ir, kk, _: copy(ir, at, kk, q))
-                    ir.for_(0, w_end, run, group)
-                if w_end is not width:
+                    ir.for_(0, end, run, group)
+                if w_end is not None:
                     elements(ir, p0, dst0, 0, None, w_end)
 
-            def blocks(ir: _Ir, p0: SSAValue, dst0: Index, w_end: Index = width) -> None:
-                # Columns [0, w_end) (whole groups of k_run inside `bound`) by
-                # transposes; the rest of a panel past the last column (w_end < width)
-                # and the k past the last whole group element by element.
+            def blocks(ir: _Ir, p0: SSAValue, dst0: Index, w_end: Index | None = None
+                       ) -> None:
+                # Columns [0, w_end) (None: the whole panel) by transposes; the rest of
+                # a panel past the last column and the k past the last whole group
+                # element by element.
                 k_end = ir.floor(kc, k_run)
 
                 def group(ir: _Ir, kg: SSAValue, _: Sequence[SSAValue]) -> None:
@@ -1034,10 +1039,10 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                         for t, v in enumerate(_transpose(ir, rows)):
                             ir.ins(vector.StoreOp(v, dst, [ir.idx(ir.add(
                                 dst0, ir.mul(ir.add(kg, t), width), jb))]))
-                    ir.for_(0, w_end, k_run, block)
+                    ir.for_(0, width if w_end is None else w_end, k_run, block)
                 ir.for_(0, k_end, k_run, group)
                 elements(ir, p0, dst0, k_end)
-                if w_end is not width:
+                if w_end is not None:
                     elements(ir, p0, dst0, 0, k_end, w_end)
 
             def rows(ir: _Ir, p0: SSAValue, dst0: Index) -> None:
@@ -1059,7 +1064,7 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                     return
                 inside = ir.le(ir.add(first, p0, width), bound)
                 group = k_run if fast is blocks else run if fast is runs else 0
-                if group and group & (group - 1) == 0 and group < width:
+                if group and group < width:  # (a power of two: `_pow2_dividing`)
                     # A partial panel: its whole groups (of k_run columns, or runs) the
                     # fast way still.
                     def partial(ir: _Ir) -> None:
@@ -1104,8 +1109,7 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
 
         def pack_a(ir: _Ir, a0: Index, ic: SSAValue, mc: Index, pc: SSAValue,
                    kc: Index) -> None:
-            pack(ir, a_flat, ap, ic, mc, mr, m, a0, am, ak, pc, kc, a_run,
-                 unrolled=a_unrolled)
+            pack(ir, a_flat, ap, ic, mc, mr, m, a0, am, ak, pc, kc, a_run, unrolled=True)
 
         def tile_at(ir: _Ir, c0: Index, bases: list[list[Index]], a0: Index,
                     ic: SSAValue, ip: SSAValue, jc: SSAValue, jp: SSAValue, pc: SSAValue,

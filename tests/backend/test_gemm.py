@@ -90,6 +90,35 @@ def test_gemm_matches_torch_and_plain_loops(m: int, k: int, n: int, ta: bool, tb
         np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
 
 
+def _lift_fast_pack_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give these small B the vector packing paths (`FrameGemm.fast_pack_min` 0)."""
+    from frame_mlir.passes import pipeline
+
+    make = pipeline.gemm_pass
+    monkeypatch.setattr(pipeline, "gemm_pass", lambda options: dataclasses.replace(
+        make(options), fast_pack_min=0))
+
+
+def _forward_checked(m: int, k: int, n: int, ta: bool, tb: bool, seed: int) -> str:
+    """`mm_y` compiled with SMALL caches and 8 lanes: the same bits as the plain loops
+    and torch-close (float64) on random operands; the IR of its forward after
+    frame-gemm."""
+    rng = np.random.default_rng(seed)
+    av = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
+    bv = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32)
+    tiled, ir = _compile(_matmul_module(m, k, n, ta, tb), **SMALL, f32_lanes=8,
+                         gemm_min_flops=0)
+    plain, _ = _compile(_matmul_module(m, k, n, ta, tb), gemm=False)
+    (y,) = tiled("mm_y", av, bv)
+    ta_, tb_ = torch.from_numpy(av).double(), torch.from_numpy(bv).double()
+    ref = (ta_.T if ta else ta_) @ (tb_.T if tb else tb_)
+    np.testing.assert_allclose(y, ref.numpy(), rtol=1e-5,
+                               atol=1e-6 * max(1.0, float(ref.abs().max())) * np.sqrt(k))
+    (want,) = plain("mm_y", av, bv)
+    np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
+    return "".join(f for f in ir.split("func.func ") if f.startswith("private @mm_y"))
+
+
 @pytest.mark.parametrize("m,k,n", [(13, 97, 37), (31, 200, 70), (96, 64, 48), (5, 3, 64),
                                    (13, 50, 45)])
 @pytest.mark.parametrize("ta", [False, True])
@@ -100,27 +129,10 @@ def test_plain_b_packed_by_runs(m: int, k: int, n: int, ta: bool,
     (n = 48, 45: 16 and 13 of 32) copies its whole rows of `lanes` floats the same way
     and the rest element by element (these B are below the size from which it does, so
     the threshold is lifted): the same bits as the plain loops, and torch-close."""
-    from frame_mlir.passes import pipeline
-
-    make = pipeline.gemm_pass
-    monkeypatch.setattr(pipeline, "gemm_pass", lambda options: dataclasses.replace(
-        make(options), fast_pack_min=0))
-    rng = np.random.default_rng(m + 3 * k + 7 * n + ta)
-    av = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
-    bv = rng.standard_normal((k, n), dtype=np.float32)
-    tiled, ir = _compile(_matmul_module(m, k, n, ta, False), **SMALL, f32_lanes=8,
-                         gemm_min_flops=0)
-    plain, _ = _compile(_matmul_module(m, k, n, ta, False), gemm=False)
+    _lift_fast_pack_threshold(monkeypatch)
+    forward = _forward_checked(m, k, n, ta, False, m + 3 * k + 7 * n + ta)
     # the forward's B panels: 8-float rows of b (a [k, n] memref collapsed to k * n)
-    forward = "".join(f for f in ir.split("func.func ") if f.startswith("private @mm_y"))
     assert f"memref<{k * n}xf32>, vector<8xf32>" in forward
-    (y,) = tiled("mm_y", av, bv)
-    ref = torch.from_numpy(av).double()
-    ref = (ref.T if ta else ref) @ torch.from_numpy(bv).double()
-    np.testing.assert_allclose(y, ref.numpy(), rtol=1e-5,
-                               atol=1e-6 * max(1.0, float(ref.abs().max())) * np.sqrt(k))
-    (want,) = plain("mm_y", av, bv)
-    np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
 
 
 @pytest.mark.parametrize("m,k,n", [(13, 64, 45), (31, 200, 70), (7, 40, 24), (9, 24, 100)])
@@ -132,25 +144,9 @@ def test_b_along_k_transposed_in_partial_panels(m: int, k: int, n: int,
     past the last group of 8) element by element, zeros past the last column: the same
     bits as the plain loops, and torch-close. (The threshold of the vector paths is
     lifted for these small B.)"""
-    from frame_mlir.passes import pipeline
-
-    make = pipeline.gemm_pass
-    monkeypatch.setattr(pipeline, "gemm_pass", lambda options: dataclasses.replace(
-        make(options), fast_pack_min=0))
-    rng = np.random.default_rng(m + 3 * k + 7 * n)
-    av = rng.standard_normal((m, k), dtype=np.float32)
-    bv = rng.standard_normal((n, k), dtype=np.float32)
-    tiled, ir = _compile(_matmul_module(m, k, n, False, True), **SMALL, f32_lanes=8,
-                         gemm_min_flops=0)
-    plain, _ = _compile(_matmul_module(m, k, n, False, True), gemm=False)
-    forward = "".join(f for f in ir.split("func.func ") if f.startswith("private @mm_y"))
+    _lift_fast_pack_threshold(monkeypatch)
+    forward = _forward_checked(m, k, n, False, True, m + 3 * k + 7 * n)
     assert "vector.shuffle" in forward  # the transposes
-    (y,) = tiled("mm_y", av, bv)
-    ref = torch.from_numpy(av).double() @ torch.from_numpy(bv).double().T
-    np.testing.assert_allclose(y, ref.numpy(), rtol=1e-5,
-                               atol=1e-6 * max(1.0, float(ref.abs().max())) * np.sqrt(k))
-    (want,) = plain("mm_y", av, bv)
-    np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
 
 
 # MR (8 lanes, 24 accumulators): 6 for 4 vectors per tile (n > 24), 8 for 3, 16 for 1
@@ -163,24 +159,10 @@ def test_a_packed_by_vectors_or_unrolled_rows(m: int, k: int, n: int) -> None:
     `test_gemm_matches_torch_and_plain_loops`, compiled the same way). Each shape has
     full panels and (but for m = 6) a partial last one: the same bits as the plain
     loops, and torch-close."""
-    ta = True
-    rng = np.random.default_rng(m + 5 * k + 11 * n + ta)
-    av = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
-    bv = rng.standard_normal((k, n), dtype=np.float32)
-    tiled, ir = _compile(_matmul_module(m, k, n, ta, False), **SMALL, f32_lanes=8,
-                         gemm_min_flops=0)
-    plain, _ = _compile(_matmul_module(m, k, n, ta, False), gemm=False)
-    forward = "".join(f for f in ir.split("func.func ") if f.startswith("private @mm_y"))
+    forward = _forward_checked(m, k, n, True, False, m + 5 * k + 11 * n + 1)
     mr = int(re.findall(r"frame_gemm_micro_\d+x\d+_p(\d+)x", forward)[0])
     vector_rows = f"memref<{k * m}xf32>, vector<{mr}xf32>" in forward
-    assert vector_rows == (ta and mr in (2, 4, 8, 16) and m >= mr), (mr, ta)
-    (y,) = tiled("mm_y", av, bv)
-    ref = torch.from_numpy(av).double()
-    ref = (ref.T if ta else ref) @ torch.from_numpy(bv).double()
-    np.testing.assert_allclose(y, ref.numpy(), rtol=1e-5,
-                               atol=1e-6 * max(1.0, float(ref.abs().max())) * np.sqrt(k))
-    (want,) = plain("mm_y", av, bv)
-    np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
+    assert vector_rows == (mr in (2, 4, 8, 16) and m >= mr), mr
 
 
 @pytest.mark.parametrize("lanes", [4, 8, 16])
@@ -225,11 +207,7 @@ def test_conv_through_gemm_matches_torch(xs: tuple[int, ...], ws: tuple[int, ...
     runs, `runs`: an op the packing then shows; these B are below the size from which
     it does, so the threshold is lifted)."""
     if runs:
-        from frame_mlir.passes import pipeline
-
-        make = pipeline.gemm_pass
-        monkeypatch.setattr(pipeline, "gemm_pass", lambda options: dataclasses.replace(
-            make(options), fast_pack_min=0))
+        _lift_fast_pack_threshold(monkeypatch)
     rng = np.random.default_rng(sum(xs) + 7 * sum(ws))
     xv = rng.standard_normal(xs, dtype=np.float32)
     wv = rng.standard_normal(ws, dtype=np.float32)
