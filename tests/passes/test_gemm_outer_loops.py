@@ -5,9 +5,9 @@ once per (jc, pc, ic) block whatever the batch -- not again for every image.
 * Images with many columns (4 x 4 here: 16 columns, one full 16-wide tile row): the
   batch loop runs inside the row blocks, after the weights are packed, each image's
   operand packed inside it.
-* Images with few columns (2 x 2, a deep ResNet layer's: 4 columns in 16-wide tiles):
-  the columns span the batch (no batch loop at all), the GEMM working on a contiguous
-  copy of C in the scratch.
+* Images with few columns (2 x 2, a deep ResNet layer's: 4 columns in 16-wide tiles;
+  7 x 7: 49, three vectors and a 1-column one): the columns span the batch (no batch
+  loop at all), the GEMM working on a contiguous copy of C in the scratch.
 
 Checked on the IR right after frame-gemm (no load of the weights nested in a batch loop)
 for a conv's forward and input-gradient GEMMs at batch 8 on 1 and 2 threads, and for
@@ -155,13 +155,13 @@ def _bits(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).view(np.uint32)
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("size", [2, 4])
+@pytest.mark.parametrize("size,threads", [(2, 1), (2, 2), (4, 1), (4, 2), (7, 2)])
 def test_conv_weights_are_packed_once_whatever_the_batch(
         size: int, threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Forward and input gradient: the weights (A) are never loaded inside a loop over
     the batch. 4 x 4 images: the batch loop runs inside, with each image's operand
     packed and its tiles run in it. 2 x 2: no batch loop, the columns span the batch.
+    7 x 7 (49 columns an image) spans it too (`test_columns_span_the_batch_...`).
     (Packed: weights read in place are `test_few_column_weights_are_read_in_place`'s.)"""
     monkeypatch.setattr(frame_gemm, "_direct_a", lambda *args: None)
     fwd, bwd = Placement(size), Placement(size)
@@ -173,12 +173,26 @@ def test_conv_weights_are_packed_once_whatever_the_batch(
     for name, where in kernels.items():
         assert where["weight_loads"] > 0, (name, where)
         assert where["weight_loads_in_batch"] == 0, (name, where)
-        if size == 2:
+        if size in (2, 7):
             assert where["batch_loops"] == 0 and where["batch_tables"] > 0, (name, where)
         else:
             assert where["batch_loops"] > 0 and where["batch_tables"] == 0, (name, where)
             assert where["other_loads_in_batch"] > 0, (name, where)
             assert where["calls_in_batch"] == where["calls"], (name, where)
+
+
+@pytest.mark.parametrize("size,spans", [(5, False), (7, True)])
+def test_columns_span_the_batch_when_that_saves_column_vectors(size: int, spans: bool) -> None:
+    """The choice counts vectors of columns (`frame_gemm.GATHER_GAIN`, 1.25): 7 x 7
+    images have 49 columns, 3 whole vectors of 16 lanes and a 1-column one, 32 vectors
+    for the batch of 8, and 392 gathered columns are 25 (1.28x fewer: the columns span
+    the batch); 5 x 5 images have 25, 2 vectors each, 16 in all, and 200 gathered are 13
+    (1.23x: each image keeps its own loop)."""
+    fwd = Placement(size)
+    _compile(size, False, fwd, threads=1, **SMALL)
+    [where] = [v for k, v in fwd.kernels.items() if k.endswith("_conv")]
+    assert (where["batch_loops"] == 0) == spans, where
+    assert (where["batch_tables"] > 0) == spans, where
 
 
 def test_few_column_weights_are_read_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -205,7 +219,8 @@ def test_few_column_weights_are_read_in_place(monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.mark.parametrize("size,threads,keep_fills,pack_a", [
     (2, 1, False, False), (2, 2, False, False), (4, 1, False, False), (4, 2, False, False),
-    (2, 2, True, False), (4, 1, True, False), (2, 1, False, True), (2, 2, True, True)])
+    (2, 2, True, False), (4, 1, True, False), (2, 1, False, True), (2, 2, True, True),
+    (7, 2, False, False)])
 def test_conv_through_the_gemm_is_bit_identical_to_the_plain_loops(
         size: int, threads: int, keep_fills: bool, pack_a: bool,
         monkeypatch: pytest.MonkeyPatch) -> None:
