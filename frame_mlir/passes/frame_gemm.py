@@ -1016,10 +1016,21 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                     ir.for_(0, kc, 1, lambda ir, kk, _: ir.for_(
                         0, end, run, lambda ir, q, _: copy(ir, ir.add(at, q), kk, q)))
                 else:
-                    def group(ir: _Ir, q: SSAValue, _: Sequence[SSAValue]) -> None:
-                        at = ir.add(x0, x_addr.at(ir, ir.add(first, p0, q)))
-                        ir.for_(0, kc, 1, lambda ir, kk, _: copy(ir, at, kk, q))
-                    ir.for_(0, end, run, group)
+                    # k outer, the runs of one k inner: each k's row of the panel is
+                    # written whole and in order, and the reads follow the image row.
+                    # (Runs outer wrote each 64-byte line of a panel too large for L1
+                    # in two visits a whole panel apart: ResNet-18's first convolution
+                    # 82 -> 91 GFLOP/s, its 56 x 56 ones 88 -> 93.)
+                    def krow(ir: _Ir, kk: SSAValue, _: Sequence[SSAValue]) -> None:
+                        at = ir.add(x0, k_addr.at(ir, ir.add(pc, kk)))
+                        out = ir.add(dst0, ir.mul(kk, width))
+
+                        def grp(ir: _Ir, q: SSAValue, _: Sequence[SSAValue]) -> None:
+                            v = _load_run(ir, src, ir.add(at, x_addr.at(
+                                ir, ir.add(first, p0, q))), run, run_step)
+                            ir.ins(vector.StoreOp(v, dst, [ir.idx(ir.add(out, q))]))
+                        ir.for_(0, end, run, grp)
+                    ir.for_(0, kc, 1, krow)
                 if w_end is not None:
                     elements(ir, p0, dst0, 0, None, w_end)
 

@@ -179,17 +179,24 @@ builtin.module {
 // CHECK:                 scf.for %[[N:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // B's panel (dyd through its tables) per image, then the tiles. Each group of 4
 // columns is one row of dyd's window (j has stride 1, and 4 divides the row): a panel
-// inside the columns is copied a vector<4xf32> per group and k; one that reaches past
-// the last column (zero-padded) element by element:
+// inside the columns is copied a vector<4xf32> per group and k, k outer (each k's
+// panel row written whole, in order); one that reaches past the last column
+// (zero-padded) the same way for its whole groups, the rest element by element:
 // CHECK:                   scf.if
-// CHECK:                     %[[G:.*]] = memref.load %[[TN]]
 // CHECK:                     scf.for
 // CHECK:                       memref.load %[[TK]]
-// CHECK:                       %[[ROW:.*]] = vector.load %[[YF]][%{{.*}}] : memref<100xf32>, vector<4xf32>
-// CHECK:                       vector.store %[[ROW]]
+// CHECK:                       scf.for
+// CHECK:                         memref.load %[[TN]]
+// CHECK:                         %[[ROW:.*]] = vector.load %[[YF]][%{{.*}}] : memref<100xf32>, vector<4xf32>
+// CHECK:                         vector.store %[[ROW]]
 // CHECK:                   } else {
-// CHECK-DAG:                 memref.load %[[TK]]
+// CHECK:                     scf.for
+// CHECK:                       memref.load %[[TK]]
+// CHECK:                       scf.for
+// CHECK:                         memref.load %[[TN]]
+// CHECK:                         vector.load %[[YF]]
 // CHECK-DAG:                 memref.load %[[TN]]
+// CHECK-DAG:                 memref.load %[[TK]]
 // CHECK-DAG:                 arith.index_cast {{.*}} : i32 to index
 // CHECK:                     memref.load %[[YF]][
 // CHECK-NOT:               memref.load %[[WF]][
