@@ -1,88 +1,98 @@
 """Every project pass and named pipeline, registered by name for frame-opt.
 
-`ALL_PASSES` are the frame passes; `PIPELINES` the named pipelines, one per stage of
-`frame-run --emit-stage` (`frame-to-<stage>`: from frame IR through that stage) plus
+`PASSES` is the table of the frame passes: each flag with the module and class that
+define it, so that frame-opt registers every pass without importing any (as xDSL's own
+`get_all_passes` does); a pass's module is imported when a pipeline names it. The table
+is checked against the classes by tests/tools/test_startup_imports.py. `all_passes()`
+imports them all, for listings (`ALL_PASSES` is the same list, as a lazy attribute).
+
+`PIPELINES` are the named pipelines, one per stage of `frame-run --emit-stage`
+(`frame-to-<stage>`: from frame IR through that stage) plus
 `frame-pipeline{start-after=... stop-after=...}` for any range of stages. A pipeline
 is a pseudo-pass: frame-opt expands it into the very passes `passes/pipeline.py`
 runs for the driver (`stage_passes`), so each one is verified and reported on its own.
+Defining them imports no pass: they are as cheap to register as the table.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from frame_mlir.passes.arith_expand import ArithExpand
-from frame_mlir.passes.arith_expand_bf16 import ArithExpandBf16
-from frame_mlir.passes.convert_arith_to_llvm import ConvertArithToLLVMPass
-from frame_mlir.passes.convert_cf_to_llvm import ConvertCfToLLVMPass
-from frame_mlir.passes.convert_frame_rt_to_llvm import ConvertFrameRtToLLVMPass
-from frame_mlir.passes.convert_frame_to_linalg import ConvertFrameToLinalg
-from frame_mlir.passes.convert_func_to_llvm import ConvertFuncToLLVMPass
-from frame_mlir.passes.convert_gpu_to_nvvm import ConvertGpuToNvvm
-from frame_mlir.passes.convert_math_to_llvm import ConvertMathToLLVMPass
-from frame_mlir.passes.convert_memref_to_llvm import ConvertMemrefToLLVMPass
-from frame_mlir.passes.convert_vector_to_llvm import ConvertVectorToLLVMPass
-from frame_mlir.passes.frame_autodiff import FrameAutodiff
-from frame_mlir.passes.frame_bufferize import FrameBufferize
-from frame_mlir.passes.frame_collapse_dims import FrameCollapseDims
-from frame_mlir.passes.frame_dp_split import FrameDpSplit
-from frame_mlir.passes.frame_fuse_elementwise import FrameFuseElementwise
-from frame_mlir.passes.frame_fuse_gemm_epilogue import FrameFuseGemmEpilogue
-from frame_mlir.passes.frame_gemm import FrameGemm
-from frame_mlir.passes.frame_gpu_host import FrameGpuHost
-from frame_mlir.passes.frame_gpu_map import FrameGpuMap
-from frame_mlir.passes.frame_lower_scan import FrameLowerScan
-from frame_mlir.passes.frame_outline_kernels import FrameOutlineKernels
-from frame_mlir.passes.frame_parallelize import FrameParallelize
-from frame_mlir.passes.frame_profile_kernels import FrameProfileKernels
-from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
-from frame_mlir.passes.frame_shape_inference import FrameShapeInference
-from frame_mlir.passes.frame_tile_matmul import FrameTileMatmul
-from frame_mlir.passes.frame_train_loop import FrameTrainLoop
-from frame_mlir.passes.lower_to_llvm import LLVMLegalityCheck
-from frame_mlir.passes.math_polynomial_approximation import MathPolynomialApproximationPass
 from frame_mlir.passes.stages import STAGE_NAMES, pipeline_name
 
-ALL_PASSES: list[type[ModulePass]] = [
-    ArithExpand,
-    ArithExpandBf16,
-    MathPolynomialApproximationPass,
-    FrameShapeInference,
-    FrameAutodiff,
-    FrameSgdFuse,
-    FrameDpSplit,
-    ConvertFrameToLinalg,
-    FrameFuseElementwise,
-    FrameBufferize,
-    FrameOutlineKernels,
-    FrameFuseGemmEpilogue,
-    FrameProfileKernels,
-    FrameGemm,
-    FrameTileMatmul,
-    FrameLowerScan,
-    FrameCollapseDims,
-    FrameParallelize,
-    FrameTrainLoop,
-    ConvertFrameRtToLLVMPass,
-    ConvertMathToLLVMPass,
-    ConvertVectorToLLVMPass,
-    ConvertArithToLLVMPass,
-    ConvertMemrefToLLVMPass,
-    ConvertCfToLLVMPass,
-    ConvertFuncToLLVMPass,
-    LLVMLegalityCheck,
+if TYPE_CHECKING:
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
+
+#: Every frame pass, in the order `frame-opt --help` lists them: its flag (the class's
+#: `name`) -> (the module under frame_mlir.passes, the class).
+PASSES: dict[str, tuple[str, str]] = {
+    "arith-expand": ("arith_expand", "ArithExpand"),
+    "arith-expand-bf16": ("arith_expand_bf16", "ArithExpandBf16"),
+    "math-polynomial-approximation": ("math_polynomial_approximation",
+                                      "MathPolynomialApproximationPass"),
+    "frame-shape-inference": ("frame_shape_inference", "FrameShapeInference"),
+    "frame-autodiff": ("frame_autodiff", "FrameAutodiff"),
+    "frame-sgd-fuse": ("frame_sgd_fuse", "FrameSgdFuse"),
+    "frame-dp-split": ("frame_dp_split", "FrameDpSplit"),
+    "convert-frame-to-linalg": ("convert_frame_to_linalg", "ConvertFrameToLinalg"),
+    "frame-fuse-elementwise": ("frame_fuse_elementwise", "FrameFuseElementwise"),
+    "frame-bufferize": ("frame_bufferize", "FrameBufferize"),
+    "frame-outline-kernels": ("frame_outline_kernels", "FrameOutlineKernels"),
+    "frame-fuse-gemm-epilogue": ("frame_fuse_gemm_epilogue", "FrameFuseGemmEpilogue"),
+    "frame-profile-kernels": ("frame_profile_kernels", "FrameProfileKernels"),
+    "frame-gemm": ("frame_gemm", "FrameGemm"),
+    "frame-tile-matmul": ("frame_tile_matmul", "FrameTileMatmul"),
+    "frame-lower-scan": ("frame_lower_scan", "FrameLowerScan"),
+    "frame-collapse-dims": ("frame_collapse_dims", "FrameCollapseDims"),
+    "frame-parallelize": ("frame_parallelize", "FrameParallelize"),
+    "frame-train-loop": ("frame_train_loop", "FrameTrainLoop"),
+    "convert-frame-rt-to-llvm": ("convert_frame_rt_to_llvm", "ConvertFrameRtToLLVMPass"),
+    "convert-math-to-llvm": ("convert_math_to_llvm", "ConvertMathToLLVMPass"),
+    "convert-vector-to-llvm": ("convert_vector_to_llvm", "ConvertVectorToLLVMPass"),
+    "convert-arith-to-llvm": ("convert_arith_to_llvm", "ConvertArithToLLVMPass"),
+    "convert-memref-to-llvm": ("convert_memref_to_llvm", "ConvertMemrefToLLVMPass"),
+    "convert-cf-to-llvm": ("convert_cf_to_llvm", "ConvertCfToLLVMPass"),
+    "convert-func-to-llvm": ("convert_func_to_llvm", "ConvertFuncToLLVMPass"),
+    "llvm-legality-check": ("lower_to_llvm", "LLVMLegalityCheck"),
     # the cuda target (--target cuda): after bufferized
-    FrameGpuMap,
-    FrameGpuHost,
-    ConvertGpuToNvvm,
-]
+    "frame-gpu-map": ("frame_gpu_map", "FrameGpuMap"),
+    "frame-gpu-host": ("frame_gpu_host", "FrameGpuHost"),
+    "convert-gpu-to-nvvm": ("convert_gpu_to_nvvm", "ConvertGpuToNvvm"),
+}
+
+
+def load_pass(name: str) -> type[ModulePass]:
+    """The class of the frame pass `name` (a key of `PASSES`), its module imported."""
+    module, cls = PASSES[name]
+    return getattr(importlib.import_module(f"frame_mlir.passes.{module}"), cls)
+
+
+def pass_factory(name: str) -> Callable[[], type[ModulePass]]:
+    """What frame-opt registers for the pass `name`: a callable that imports it when
+    called (xDSL's `available_passes` convention)."""
+    return functools.partial(load_pass, name)
+
+
+def all_passes() -> list[type[ModulePass]]:
+    """Every frame pass class, in `PASSES`' order (imports every pass module: ~0.3 s,
+    for listings and tests, not for running a pipeline)."""
+    return [load_pass(name) for name in PASSES]
+
+
+def __getattr__(name: str) -> list[type[ModulePass]]:
+    """`ALL_PASSES`, the classes of `all_passes()`, imported on first use only."""
+    if name == "ALL_PASSES":
+        return all_passes()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def summary(pass_type: type[ModulePass]) -> str:
@@ -107,11 +117,14 @@ class StagePipeline(ModulePass):
     (false: no SGD is fused and `@f_grad` stays, as the Python API compiles),
     `threads` (kernels split for N threads; 1 by default so that output does not
     depend on the machine's cores) and `data-parallel` (N > 0: the step split for N
-    ranks by frame-dp-split, as `frame-run --data-parallel` compiles it). `frame-gemm`'s blocking follows the host, as in
-    frame-run.
+    ranks by frame-dp-split, as `frame-run --data-parallel` compiles it).
+    `frame-gemm`'s blocking follows the host, as in frame-run.
     """
 
-    lr: float | int | str = FrameSgdFuse.lr
+    #: frame-sgd-fuse's default `lr`, written out: reading `FrameSgdFuse.lr` would import
+    #: that pass (numpy, the autodiff and nn modules: ~70 ms of every frame-opt start).
+    #: tests/tools/test_startup_imports.py checks that the two agree.
+    lr: float | int | str = 0.01
     sgd: bool = True
     threads: int = 1
     #: > 0: the `sgd` stage splits the step for this many data-parallel ranks
@@ -129,6 +142,7 @@ class StagePipeline(ModulePass):
     def expand(self) -> list[ModulePass]:
         """The passes this pipeline stands for, with its options applied."""
         from frame_mlir.compile_options import CompileOptions
+        from frame_mlir.passes.frame_sgd_fuse import FrameSgdFuse
         from frame_mlir.passes.pipeline import stage_passes
 
         if self.threads < 1:
@@ -187,6 +201,7 @@ _STAGE_SUMMARIES: dict[str, str] = {
     "llvm": "the llvm dialect, ready for translation to LLVM IR",
 }
 assert tuple(_STAGE_SUMMARIES) == STAGE_NAMES, "update _STAGE_SUMMARIES"
+
 
 @dataclass(frozen=True)
 class FrameToGpu(StagePipeline):

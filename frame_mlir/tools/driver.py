@@ -36,12 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-import numpy as np
-
 from frame_mlir.frontends.common.errors import Diagnostic, SpecError
 from frame_mlir.frontends.spec.spec import ModelSpec
 
 if TYPE_CHECKING:  # xDSL loads only where IR is built: a cached run never needs it
+    # numpy (~60 ms) only where arrays are read, written or joined: frame-run's and
+    # frame-dslc's parsers are built from this module (--help, --check, usage errors).
+    import numpy as np
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.passes import ModulePass
 
@@ -314,6 +315,8 @@ def load_data_file(path: str, spec: ModelSpec) -> dict[str, np.ndarray]:
     """
     import zipfile
 
+    import numpy as np
+
     bad = _readable(path, "--data")
     if bad is not None:
         raise OptionError([bad])
@@ -405,6 +408,8 @@ def load_weights_file(path: str, spec: ModelSpec) -> dict[str, np.ndarray]:
     problems: list[Diagnostic] = []
     tensors: dict[str, np.ndarray] = {}
     if _is_onnx(path):
+        import numpy as np
+
         from frame_mlir.frontends.api.onnx_weights import load_onnx_weights
         from frame_mlir.frontends.api.tensor import DType
 
@@ -471,6 +476,8 @@ def save_weights_file(path: str, params: Sequence[tuple[str, np.ndarray]]) -> No
     ONNX model of initializers; `.npz`, `.dlp`, `.h5`: the network weights writer);
     written atomically (a failed write leaves an existing file as it was)."""
     if _is_onnx(path):
+        import numpy as np
+
         from frame_mlir.fileio import atomic_write
         from frame_mlir.frontends.api.onnx_weights import save_onnx_weights
         from frame_mlir.frontends.api.tensor import from_numpy
@@ -653,6 +660,8 @@ def _run_steps(session: Session, steps: int, logged: Sequence[int],
         for i in logged:
             emit(i, float(losses[i]))
         return losses
+    import numpy as np
+
     parts: list[np.ndarray] = []
     done = k = 0
     chunk = 1

@@ -20,7 +20,7 @@ import io
 import sys
 import textwrap
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING
 
 from xdsl.dialects.builtin import ModuleOp
@@ -53,20 +53,28 @@ class FrameOptMain(xDSLOptMain):
         self.ctx.register_dialect("frame_rt", lambda: FrameRt)
 
     def register_all_passes(self) -> None:
+        """xDSL's passes, then ours, which replace any of the same name. A frame pass is
+        registered by name only: its module is imported when a pipeline names it (all
+        of them cost ~0.3 s, half of a start; the pipelines' classes import none)."""
         super().register_all_passes()
-        from frame_mlir.passes.registry import ALL_PASSES, PIPELINES
+        from frame_mlir.passes.registry import PASSES, PIPELINES, pass_factory
 
         self.upstream_passes = sorted(self.available_passes)
-        for p in (*ALL_PASSES, *PIPELINES):
+        for name in PASSES:
+            self.register_pass(name, pass_factory(name))
+        for p in PIPELINES:
             self.register_pass(p.name, lambda p=p: p)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         """xDSL's flags, with `--help` leading on what is ours: the frame passes and
         pipelines (xDSL's ~200 passes are one line away, behind `--list-passes`)."""
         super().register_all_arguments(arg_parser)
-        # The listing is the description, so that it comes first, before the options.
-        arg_parser.description = f"{_DESCRIPTION}\n\n{self.pass_listing(upstream=False)}"
-        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        # The listing follows the description, so that it comes first, before the
+        # options. It is written only when the help is: it imports every pass (~0.3 s,
+        # which every start paid when it was the description itself).
+        arg_parser.description = _DESCRIPTION
+        arg_parser.formatter_class = _help_formatter(
+            lambda: self.pass_listing(upstream=False))
         for action in arg_parser._actions:
             if action.dest == "passes":
                 action.help = ("comma-separated passes and pipelines, each with options in "
@@ -98,9 +106,9 @@ class FrameOptMain(xDSLOptMain):
         """The frame passes and pipelines with their options and one-line descriptions;
         with `upstream`, xDSL's passes too (else only how many there are)."""
         from frame_mlir.passes.registry import (
-            ALL_PASSES,
             PIPELINES,
             StagePipeline,
+            all_passes,
             option_names,
             summary,
         )
@@ -118,7 +126,7 @@ class FrameOptMain(xDSLOptMain):
                 lines.extend(f"  {'':<29} {t}" for t in text[1:])
             return lines
 
-        out = ["frame passes (-p NAME or NAME{option=value ...}):", *rows(ALL_PASSES), "",
+        out = ["frame passes (-p NAME or NAME{option=value ...}):", *rows(all_passes()), "",
                "pipelines (the stages of frame-run --emit-stage, as frame-run runs them;",
                "options lr=0.01, sgd=true|false, threads=1):",
                *rows(PIPELINES, common=option_names(StagePipeline)), ""]
@@ -335,6 +343,19 @@ class FrameOptMain(xDSLOptMain):
         diagnostics.extend(_warning_diagnostic(str(w.message), self.get_input_name())
                            for w in caught)
         return diagnostics
+
+
+def _help_formatter(listing: Callable[[], str]) -> type[argparse.HelpFormatter]:
+    """argparse's formatter of a raw description, which adds `listing()` after frame-opt's
+    description when the help is formatted (not when the parser is built)."""
+
+    class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+        def add_text(self, text: str | None) -> None:
+            if text == _DESCRIPTION:
+                text = f"{text}\n\n{listing()}"
+            super().add_text(text)
+
+    return HelpFormatter
 
 
 def _flag01(text: str) -> bool:

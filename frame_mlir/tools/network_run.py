@@ -26,9 +26,11 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-import numpy as np
-
 if TYPE_CHECKING:
+    # numpy (~60 ms) only where arrays are: frame-run's and frame-dslc's parsers are
+    # built from this module (--help, usage errors, --check).
+    import numpy as np
+
     from frame_mlir.compile_options import CompileOptions
     from frame_mlir.frontends.network.data import DataSource
     from frame_mlir.frontends.network.loader import NetworkSpec
@@ -204,6 +206,8 @@ def run_network(spec: NetworkSpec, args: argparse.Namespace, out: TextIO, *,
     and rank 0 prints the lines one process prints. `--checkpoint-every N` writes a
     checkpoint every N epochs (rank 0 alone); `--resume FILE` continues one, printing
     the lines before it from the checkpoint, and ends as the uninterrupted run does."""
+    import numpy as np
+
     from frame_mlir.frontends.network.data import InputDecl, batches, load_source
     from frame_mlir.frontends.network.loader import OutputSpec
     from frame_mlir.frontends.network.model import Network
@@ -466,6 +470,8 @@ def network_run_digest(spec: NetworkSpec, args: argparse.Namespace, data: DataSo
 
 def _data_hash(data: DataSource) -> str:
     """sha256 of every array of the data source (names, dtypes, shapes and bytes)."""
+    import numpy as np
+
     h = hashlib.sha256()
     for split_name, split in (("train", data.train), ("held_out", data.held_out)):
         if split is None:
