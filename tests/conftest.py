@@ -48,6 +48,25 @@ os.environ.pop("FRAME_CACHE_MAX_BYTES", None)
 # pipeline's input and output; frame_mlir/passes/pipeline.py, run_passes).
 os.environ["FRAME_VERIFY_EACH"] = "1"
 
+
+def _write_bytecode() -> None:
+    """Compile the packages' bytecode once, when the environment forbids Python to
+    write it (`PYTHONDONTWRITEBYTECODE`, as CI's machines set it): every tool the tests
+    start as a subprocess would otherwise compile each module it imports from source
+    again (measured: 0.27 s of a 1.2 s `frame-run tiny_mlp.json`, 0.06 s of a
+    `frame-opt` start; tests/tools' two CLI files 19.5 -> 18.3 s). Up-to-date files
+    are skipped (~50 ms in all)."""
+    import compileall
+    import sys
+
+    if sys.dont_write_bytecode:
+        for package in ("frame_mlir", "frame"):
+            compileall.compile_dir(str(TESTS.parent / package), quiet=1)
+
+
+if _OWNER:
+    _write_bytecode()
+
 #: Test files (relative to tests/) in the order the workers should get them first:
 #: about 20 s or more of one core each on the 2-core CI machine, longest first. The
 #: other files follow, those with more tests first (pytest-xdist's own order). A file
