@@ -116,13 +116,17 @@ def test_a_spec_too_large_for_memory_draws_nothing(tmp_path: Path,
     8 GiB of them took 40 s before the refusal)."""
     path = _big_spec(tmp_path)
     _skip_unless_too_large()
-    from frame_mlir.frontends.spec import initial_values
+    # trainer binds the function at its import: imported here first and patched too
+    # (imported while only initial_values was patched, it kept the stub for the rest
+    # of the session).
+    from frame_mlir.frontends.spec import initial_values, trainer
     from frame_mlir.tools.frame_run import main
 
     def no_draws(spec: object) -> None:
         raise AssertionError("initial values drawn before the memory check")
 
     monkeypatch.setattr(initial_values, "generate_initial_values", no_draws)
+    monkeypatch.setattr(trainer, "generate_initial_values", no_draws)
     assert main([str(path), "--no-cache"]) == 1
     assert "RT-001: out of memory" in capsys.readouterr().err
 
