@@ -213,6 +213,9 @@ class FrameToGpu(StagePipeline):
     def expand(self) -> list[ModulePass]:
         from frame_mlir.passes.pipeline import gpu_stage_passes
 
+        if self.data_parallel:  # as frame-run: --data-parallel trains on the CPU
+            raise ValueError(f"{self.name}: data-parallel splits the step for CPU ranks; "
+                             f"the cuda target expects 0, found {self.data_parallel}")
         cpu = FramePipeline(lr=self.lr, sgd=self.sgd, threads=self.threads,
                             stop_after="bufferized")
         return [*cpu.expand(), *gpu_stage_passes()]

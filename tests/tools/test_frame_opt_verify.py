@@ -208,3 +208,13 @@ def test_help_leads_with_frame_passes(capsys: pytest.CaptureFixture[str]) -> Non
     assert "frame-to-llvm" in out and "x86-set-arch" not in out
     assert main(["--list-passes"]) == 0
     assert "x86-set-arch" in capsys.readouterr().out
+
+
+def test_frame_to_gpu_refuses_data_parallel() -> None:
+    """`frame-to-gpu{data-parallel=N}` is an error naming the option, as frame-run's
+    `--target cuda --data-parallel` is: the split is for CPU ranks."""
+    from frame_mlir.passes.registry import FrameToGpu
+
+    with pytest.raises(ValueError, match="data-parallel .* expects 0, found 2"):
+        FrameToGpu(data_parallel=2).expand()
+    assert FrameToGpu().expand()  # 0: the gpu stage's passes
