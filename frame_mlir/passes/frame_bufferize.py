@@ -43,6 +43,7 @@ from xdsl.dialects import arith, builtin, func, memref, tensor
 from xdsl.dialects.builtin import MemRefType, TensorType, i8
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
@@ -75,6 +76,37 @@ def _outs(op: Operation) -> list[SSAValue]:
     if isinstance(op, linalg.GenericOp | linalg.FillOp):
         return list(op.outputs)
     return []
+
+
+def _reading_destination(op: Operation, dest: SSAValue, init: SSAValue
+                         ) -> linalg.GenericOp | None:
+    """`op` rewritten to read its destination `dest` as one more input and write `init`
+    instead -- what a copy of `dest` into `init` followed by `op` computes, in one pass
+    instead of two -- or None when that is not the same: `op` must be a generic with one
+    output, all loops parallel and the output written whole through the identity map
+    (so each element is written once, and its old value is read only there). An
+    out-of-place update `p - lr * g` of a function's input `p` (the Python API's
+    `sgd_update` graph) was a copy of `p` and an update in place, five streams of
+    memory for three."""
+    if not isinstance(op, linalg.GenericOp) or len(op.outputs) != 1 or len(op.results) != 1:
+        return None
+    shape = list(dest.type.get_shape())  # type: ignore[attr-defined]
+    maps = list(op.indexing_maps.data)
+    if maps[-1].data != AffineMap.identity(len(shape)) or \
+            any(str(i.data) != "parallel" for i in op.iterator_types.data) or \
+            list(op.get_static_loop_ranges()) != shape:
+        return None
+    region = op.detach_region(op.body)
+    block = region.block
+    n_in = len(op.inputs)
+    read = block.insert_arg(block.args[n_in].type, n_in)
+    block.args[n_in + 1].replace_all_uses_with(read)
+    new = linalg.GenericOp([*op.inputs, dest], [init], region, [*maps, maps[-1]],
+                           op.iterator_types, [init.type], doc=op.doc,
+                           library_call=op.library_call)
+    for name, value in op.attributes.items():
+        new.attributes.setdefault(name, value)
+    return new
 
 
 @dataclass
@@ -163,9 +195,14 @@ class FrameBufferize(ModulePass):
                 writes_arg = isinstance(dest, BlockArgument) and dest.index not in donated
                 if later_use or writes_arg:
                     empty = tensor.EmptyOp([], dest.type)
-                    cp = copy_generic(dest, empty.tensor)
-                    Rewriter.insert_op([empty, cp], InsertPoint.before(o))
-                    o.operands[len(o.operands) - len(_outs(o)) + idx] = cp.results[0]
+                    Rewriter.insert_op(empty, InsertPoint.before(o))
+                    reading = _reading_destination(o, dest, empty.tensor)
+                    if reading is not None:
+                        Rewriter.replace_op(o, reading)
+                    else:
+                        cp = copy_generic(dest, empty.tensor)
+                        Rewriter.insert_op(cp, InsertPoint.before(o))
+                        o.operands[len(o.operands) - len(_outs(o)) + idx] = cp.results[0]
                     order = {x: i for i, x in enumerate(block.ops)}
 
     @staticmethod

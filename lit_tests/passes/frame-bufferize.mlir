@@ -99,8 +99,10 @@ func.func @passthrough(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Writing into an argument that is not donated keeps value semantics: the
-// argument is first copied into a fresh buffer (here: the out-parameter).
+// Writing into an argument that is not donated keeps value semantics. An op that
+// writes its whole destination once per element (all loops parallel, the identity
+// map) reads the argument as one more input and writes a fresh buffer (here: the
+// out-parameter) -- what a copy and the op in place would give, in one pass.
 func.func @not_donated(%g: tensor<4xf32>, %p: tensor<4xf32>) -> tensor<4xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%g : tensor<4xf32>) outs(%p : tensor<4xf32>) {
   ^bb0(%i: f32, %o: f32):
@@ -112,10 +114,31 @@ func.func @not_donated(%g: tensor<4xf32>, %p: tensor<4xf32>) -> tensor<4xf32> {
 
 // CHECK-LABEL: func.func @not_donated
 // CHECK-SAME:    (%[[G:[a-z0-9_]+]]: memref<4xf32>, %[[P:[a-z0-9_]+]]: memref<4xf32>, %[[OUT:[a-z0-9_]+]]: memref<4xf32> {frame.output = 0 : i64}, %{{.*}}: memref<64xi8> {frame.arena})
+// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+// CHECK-SAME:      ins(%[[G]], %[[P]] : memref<4xf32>, memref<4xf32>) outs(%[[OUT]] : memref<4xf32>)
+// CHECK-NEXT:    ^{{.*}}(%[[I:.*]]: f32, %[[OLD:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      arith.subf %[[OLD]], %[[I]] : f32
+// CHECK-NOT:     outs(%[[P]]
+
+// -----
+
+// A reduction into an argument that is not donated reads its destination as the
+// running sum: the argument is copied into a fresh buffer (the out-parameter) first.
+func.func @not_donated_sum(%g: tensor<3x4xf32>, %p: tensor<4xf32>) -> tensor<4xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]} ins(%g : tensor<3x4xf32>) outs(%p : tensor<4xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %s = arith.addf %o, %i : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @not_donated_sum
+// CHECK-SAME:    (%[[G:[a-z0-9_]+]]: memref<3x4xf32>, %[[P:[a-z0-9_]+]]: memref<4xf32>, %[[OUT:[a-z0-9_]+]]: memref<4xf32> {frame.output = 0 : i64}, %{{.*}}: memref<64xi8> {frame.arena})
 // CHECK-NEXT:    linalg.generic
 // CHECK-SAME:      ins(%[[P]] : memref<4xf32>) outs(%[[OUT]] : memref<4xf32>)
 // CHECK:         linalg.generic
-// CHECK-SAME:      ins(%[[G]] : memref<4xf32>) outs(%[[OUT]] : memref<4xf32>)
+// CHECK-SAME:      ins(%[[G]] : memref<3x4xf32>) outs(%[[OUT]] : memref<4xf32>)
 // CHECK-NOT:     outs(%[[P]]
 
 // -----
