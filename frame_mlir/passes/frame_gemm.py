@@ -1539,7 +1539,7 @@ faster gathered, its 14 x 14 layers (196: 13 vectors an image, 98 gathered: 1.06
 slower (the copies of C)."""
 
 
-def gather_columns(g: Contraction, blk: Blocking, threads: int, *, lanes: int, acc: int,
+def gather_columns(g: Contraction, threads: int, *, lanes: int, acc: int,
                    l1: int, l2: int, l3: int = 0, nv: int = 0, mr: int = 0, kc: int = 0
                    ) -> tuple[Contraction, Blocking] | None:
     """`g` with its outer dims made columns, when none of them indexes A and C has
@@ -1701,7 +1701,7 @@ class FrameGemm(ModulePass):
                      "kc": self.kc}
             blk = choose_blocking(g.m, g.n, g.k, **knobs)
             threads = gemm_threads(g, self.threads, self.min_task_macs)
-            gathered = gather_columns(g, blk, threads, **knobs) if epi is None else None
+            gathered = gather_columns(g, threads, **knobs) if epi is None else None
             if gathered is not None:
                 g, blk = gathered
             split = _task_split(g, blk, threads)

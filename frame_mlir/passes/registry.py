@@ -4,7 +4,7 @@
 define it, so that frame-opt registers every pass without importing any (as xDSL's own
 `get_all_passes` does); a pass's module is imported when a pipeline names it. The table
 is checked against the classes by tests/tools/test_startup_imports.py. `all_passes()`
-imports them all, for listings (`ALL_PASSES` is the same list, as a lazy attribute).
+imports them all, for listings.
 
 `PIPELINES` are the named pipelines, one per stage of `frame-run --emit-stage`
 (`frame-to-<stage>`: from frame IR through that stage) plus
@@ -86,13 +86,6 @@ def all_passes() -> list[type[ModulePass]]:
     """Every frame pass class, in `PASSES`' order (imports every pass module: ~0.3 s,
     for listings and tests, not for running a pipeline)."""
     return [load_pass(name) for name in PASSES]
-
-
-def __getattr__(name: str) -> list[type[ModulePass]]:
-    """`ALL_PASSES`, the classes of `all_passes()`, imported on first use only."""
-    if name == "ALL_PASSES":
-        return all_passes()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def summary(pass_type: type[ModulePass]) -> str:
