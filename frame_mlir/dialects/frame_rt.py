@@ -280,4 +280,39 @@ class ScanOp(IRDLOperation):
                                   f"{callee.function_type}")
 
 
-FrameRt = Dialect("frame_rt", [ParallelForOp, ScanOp, RowOp], [])
+@irdl_op_definition
+class PrefetchOp(IRDLOperation):
+    """A hint that element `index` of a 1-D buffer will be read (or, with `write`,
+    written) soon: its cache line is fetched into L1 ahead of the access.
+
+        frame_rt.prefetch %buf[%i] : memref<?xf32>
+        frame_rt.prefetch %buf[%i] write : memref<1024xf32>
+
+    No memory is read or written and nothing can fault: an `index` outside the buffer
+    is allowed (the hint is dropped). frame-gemm issues it for the epilogue's operands
+    of a tile before the tile's micro-kernel runs, so their lines (rows apart in a large
+    buffer, which the hardware prefetchers do not follow) arrive while it computes.
+    `llvm.prefetch` (convert-frame-rt-to-llvm), `__builtin_prefetch` (the C++ emitter).
+    """
+
+    name = "frame_rt.prefetch"
+
+    memref = operand_def(MemRefType)
+    index = operand_def(IndexType)
+    write = opt_prop_def(UnitAttr)
+
+    assembly_format = "$memref `[` $index `]` (`write` $write^)? attr-dict `:` type($memref)"
+
+    def __init__(self, memref: SSAValue, index: SSAValue, write: bool = False):
+        super().__init__(operands=[memref, index],
+                         properties={"write": UnitAttr()} if write else {})
+
+    def verify_(self) -> None:
+        typ = self.memref.type
+        assert isinstance(typ, MemRefType)
+        if len(typ.get_shape()) != 1 or not _identity_layout(typ):
+            raise VerifyException(f"{self.name}: expected a 1-D memref with an identity "
+                                  f"layout, found {typ}")
+
+
+FrameRt = Dialect("frame_rt", [ParallelForOp, ScanOp, RowOp, PrefetchOp], [])

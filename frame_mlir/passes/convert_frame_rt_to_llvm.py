@@ -41,6 +41,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -48,7 +49,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
-from frame_mlir.dialects.frame_rt import ParallelForOp, RowOp, ScanOp
+from frame_mlir.dialects.frame_rt import ParallelForOp, PrefetchOp, RowOp, ScanOp
 from frame_mlir.passes.common import fail
 from frame_mlir.passes.llvm_common import llvm_type, new_cast, require_lowered
 
@@ -227,6 +228,25 @@ def _lower_row(op: RowOp) -> None:
     Rewriter.replace_op(op, ops, [row])
 
 
+def _lower_prefetch(op: PrefetchOp) -> None:
+    """`frame_rt.prefetch %buf[%i]` -> `llvm.prefetch(gep %buf[%i], rw, 3, 1)`: the line
+    into every cache level (locality 3), as data. The GEP is not `inbounds`: the op
+    allows an index past the buffer, and x86's prefetch does not fault."""
+    ops: list[Operation] = []
+    base = _cast(ops, op.memref, llvm.LLVMPointerType())
+    index = _cast(ops, op.index, i64)
+    typ = op.memref.type
+    assert isinstance(typ, MemRefType)
+    ops.append(gep := llvm.GEPOp.from_mixed_indices(base, [index],
+                                                    llvm_type(typ.element_type)))
+    flags = [llvm.ConstantOp(IntegerAttr(v, i32), i32)
+             for v in (1 if op.write is not None else 0, 3, 1)]
+    ops += flags
+    ops.append(llvm.CallIntrinsicOp("llvm.prefetch.p0",
+                                    [gep.result, *(f.result for f in flags)], []))
+    Rewriter.replace_op(op, ops, [])
+
+
 @dataclass(frozen=True)
 class ConvertFrameRtToLLVMPass(ModulePass):
     """Lower `frame_rt.parallel_for` to a runtime call (or an inline call, 1 thread),
@@ -245,6 +265,8 @@ class ConvertFrameRtToLLVMPass(ModulePass):
                 _lower(functions, inner)
             elif isinstance(inner, RowOp):
                 _lower_row(inner)
+            elif isinstance(inner, PrefetchOp):
+                _lower_prefetch(inner)
             elif isinstance(inner, ScanOp):
                 raise fail(self.name, inner, "expected no frame_rt.scan (run "
                            "frame-lower-scan first)")

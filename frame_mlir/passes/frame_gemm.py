@@ -108,6 +108,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from frame_mlir.dialects.frame_rt import PrefetchOp
 from frame_mlir.passes.common import arena_arg_index, collapse_shape
 from frame_mlir.passes.frame_bufferize import ALIGN
 from frame_mlir.passes.frame_parallelize import PARALLEL_ATTR, PARALLEL_THREADS_ATTR
@@ -716,6 +717,10 @@ def _offset(ir: _Ir, opnd: _Operand, outer: dict[int, SSAValue]) -> Index:
     return ir.add(opnd.const, *(ir.mul(iv, opnd.coef.get(d, 0)) for d, iv in outer.items()))
 
 
+_LINE_FLOATS = 16
+"""f32 elements in a 64-byte cache line: the stride of `_EpilogueCode.prefetch`."""
+
+
 class _EpilogueCode:
     """Emits an `Epilogue` for one element of C, given its collapsed row and column."""
 
@@ -749,6 +754,32 @@ class _EpilogueCode:
             ir.for_(j_lo, j_hi, 1, lambda ir, j, _: self.element(
                 ir, bases, i, j, (buf, ir.add(at, ir.sub(j, j_lo)))))
         ir.for_(i_lo, i_hi, 1, row)
+
+    def prefetch(self, ir: _Ir, bases: list[list[Index]], i_lo: Index, rows: int,
+                 i_last: Index, j_lo: Index, cols: int, j_last: Index) -> None:
+        """Prefetch the lines the epilogue will touch on rows [i_lo, i_lo + rows) x
+        columns [j_lo, j_lo + cols) (clamped to `i_last`, `j_last`), except C's (in L1
+        after the micro-kernel): each operand whose rows are contiguous, once (an update
+        in place reads and writes one), one line at a time, for writing if it is
+        written. A tile's rows are a whole row of C apart, which the hardware prefetchers
+        do not follow: without this the epilogue waits on each row in turn."""
+        lines: dict[tuple, tuple[SSAValue, Index, int, bool]] = {}
+        for e, per_op in enumerate(self.epi.operands):
+            for p, opnd in enumerate(per_op):
+                rs, cs = self.strides[e][p]
+                if self.is_c[e][p] or cs != 1:
+                    continue
+                key = (self.flats[e][p], opnd.const, tuple(sorted(opnd.coef.items())))
+                write = p == len(per_op) - 1
+                if key in lines:
+                    write = write or lines[key][3]
+                lines[key] = (self.flats[e][p], bases[e][p], rs or 0, write)
+        for flat, base, rs, write in lines.values():
+            for r in range(rows if rs else 1):  # a broadcast row: one row
+                row = ir.add(base, ir.mul(ir.min(ir.add(i_lo, r), i_last), rs))
+                for c in range(0, cols, _LINE_FLOATS):
+                    at = ir.add(row, ir.min(ir.add(j_lo, c), j_last))
+                    ir.ins(PrefetchOp(flat, ir.idx(at), write))
 
     def element(self, ir: _Ir, bases: list[list[Index]], i: Index, j: Index,
                 c_at: tuple[SSAValue, Index] | None = None) -> None:
@@ -1143,10 +1174,16 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                 zero_flag = 0
             if c_in_tile:
                 assert epi_code is not None
+                epi_code.prefetch(ir, bases, i0, mr, m - 1, j0, nr, ir.sub(hi, 1))
                 call(ir, mr, blk.nv, st.tile_dyn, 0, nr, pa, pb, kc, zero_flag)
                 epi_code.rect(ir, bases, i0, ir.min(ir.add(i0, mr), m), j0,
                               ir.min(ir.add(j0, nr), hi), (tile, nr))
                 return
+            if epi_code is not None and not split.k and epi_per_tile:
+                # The epilogue's operands arrive while the micro-kernel runs.
+                code = epi_code
+                after_last_k_block(ir, pc, lambda ir: code.prefetch(
+                    ir, bases, i0, mr, m - 1, j0, nr, ir.sub(hi, 1)))
             full_rows = ir.le(ir.add(i0, mr), m)
             full_cols = ir.le(ir.add(j0, nr), hi)
 

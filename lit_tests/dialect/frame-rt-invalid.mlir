@@ -1,4 +1,5 @@
-// One case per verifier rule of frame_rt.parallel_for, frame_rt.row and frame_rt.scan.
+// One case per verifier rule of frame_rt.parallel_for, frame_rt.row, frame_rt.scan and
+// frame_rt.prefetch.
 // RUN: frame-opt %s --split-input-file --verify-diagnostics
 
 func.func private @task(%a: memref<8xf32>, %lo: index, %hi: index) {
@@ -100,5 +101,13 @@ func.func @step(%h: memref<3xf32>, %out: memref<3xf32>, %arena: memref<64xi8>) {
 func.func @scan_arena(%h0: memref<3xf32>, %out: memref<4x3xf32>, %slot: memref<16xf32>) {
   // expected-error@+1 {{frame_rt.scan: the step's arena expected a 1-D i8 memref, found memref<16xf32>}}
   frame_rt.scan @step(%h0, %out, %slot) {length = 4 : i64, num_sequences = 0 : i64} : memref<3xf32>, memref<4x3xf32>, memref<16xf32>
+  func.return
+}
+
+// -----
+
+func.func @prefetch_2d(%b: memref<4x4xf32>, %i: index) {
+  // expected-error@+1 {{frame_rt.prefetch: expected a 1-D memref with an identity layout, found memref<4x4xf32>}}
+  frame_rt.prefetch %b[%i] : memref<4x4xf32>
   func.return
 }

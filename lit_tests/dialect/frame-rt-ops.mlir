@@ -33,3 +33,15 @@ func.func @rnn(%h0: memref<2x3xf32>, %xs: memref<4x2x3xf32>, %w: memref<3x3xf32>
 // CHECK-NEXT:    %r = frame_rt.row %xs[%t] : memref<4x2x3xf32> -> memref<2x3xf32>
 // GENERIC: "frame_rt.scan"(%h0, %xs, %w, %hs, %slot) <{body = @cell, length = 4 : i64, num_sequences = 1 : i64, reverse}> : (memref<2x3xf32>, memref<4x2x3xf32>, memref<3x3xf32>, memref<4x2x3xf32>, memref<64xi8>) -> ()
 // GENERIC: "frame_rt.row"(%xs, %t) : (memref<4x2x3xf32>, index) -> memref<2x3xf32>
+
+// frame_rt.prefetch (frame-gemm's hint for an epilogue's operands): read, and write.
+func.func @hint(%b: memref<?xf32>, %w: memref<48xf32>, %i: index) {
+  frame_rt.prefetch %b[%i] : memref<?xf32>
+  frame_rt.prefetch %w[%i] write : memref<48xf32>
+  func.return
+}
+// CHECK-LABEL: func.func @hint(
+// CHECK-NEXT:    frame_rt.prefetch %b[%i] : memref<?xf32>
+// CHECK-NEXT:    frame_rt.prefetch %w[%i] write : memref<48xf32>
+// GENERIC: "frame_rt.prefetch"(%b, %i) : (memref<?xf32>, index) -> ()
+// GENERIC: "frame_rt.prefetch"(%w, %i) <{write}> : (memref<48xf32>, index) -> ()

@@ -109,3 +109,27 @@ func.func @rows(%b: memref<4x2x3xf32>, %v: memref<5xf32>, %t: index) {
 // CHECK-NEXT:    %[[Q:.*]] = llvm.getelementptr inbounds %[[V]][%[[T2]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK-NEXT:    %[[E:.*]] = builtin.unrealized_conversion_cast %[[Q]] : !llvm.ptr to memref<f32>
 // CHECK-NEXT:    func.call @use(%[[R]], %[[E]])
+
+// -----
+
+// frame_rt.prefetch %b[%i]: llvm.prefetch (rw 0 read / 1 write, locality 3, data) of a
+// GEP that is not inbounds (the index may be past the buffer).
+func.func @hints(%b: memref<48xf32>, %i: index) {
+  frame_rt.prefetch %b[%i] : memref<48xf32>
+  frame_rt.prefetch %b[%i] write : memref<48xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @hints(
+// CHECK-NEXT:    %[[B:.*]] = builtin.unrealized_conversion_cast %b : memref<48xf32> to !llvm.ptr
+// CHECK-NEXT:    %[[I:.*]] = builtin.unrealized_conversion_cast %i : index to i64
+// CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr %[[B]][%[[I]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[RW:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:    %[[LOC:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK-NEXT:    %[[DATA:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:    llvm.call_intrinsic "llvm.prefetch.p0"(%[[P]], %[[RW]], %[[LOC]], %[[DATA]]) : (!llvm.ptr, i32, i32, i32) -> ()
+// CHECK:         %[[W:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:    %{{.*}} = llvm.mlir.constant(3 : i32) : i32
+// CHECK-NEXT:    %{{.*}} = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:    llvm.call_intrinsic "llvm.prefetch.p0"(%{{.*}}, %[[W]], %{{.*}}, %{{.*}})
+// CHECK-NOT:     frame_rt.prefetch

@@ -419,9 +419,20 @@ builtin.module {
   }
 }
 
+// Before the micro-kernel of a tile's last k block, the lines the epilogue will touch
+// outside C are prefetched: the broadcast bias once (its one row), each of the tile's
+// two rows of %h for writing.
+
 // CHECK-LABEL: func.func private @k(
-// CHECK-SAME:    %[[BIAS:[^:]*]]: memref<8xf32>
+// CHECK-SAME:    %[[BIAS:[^:]*]]: memref<8xf32>, %[[H:[^:]*]]: memref<6x8xf32>
 // CHECK-NOT:     linalg.generic
+// CHECK:         %[[HF:.*]] = memref.collapse_shape %[[H]]
+// CHECK:         %[[FIRST:.*]] = arith.cmpi sge, %{{.*}}, %{{.*}} : index
+// CHECK-NEXT:    scf.if %[[FIRST]] {
+// CHECK:           frame_rt.prefetch %[[BIAS]][%{{.*}}] : memref<8xf32>
+// CHECK-NOT:       frame_rt.prefetch %[[BIAS]]
+// CHECK-COUNT-2:   frame_rt.prefetch %[[HF]][%{{.*}}] write : memref<48xf32>
+// CHECK-NOT:       frame_rt.prefetch
 // CHECK:         func.call @frame_gemm_micro_2x8_p2x8_f32x4(
 // CHECK:         %[[LAST:.*]] = arith.cmpi sge, %{{.*}}, %{{.*}} : index
 // CHECK-NEXT:    scf.if %[[LAST]] {
@@ -476,7 +487,8 @@ builtin.module {
 // frame-fuse-gemm-epilogue: here the SGD update of %w in place), zero-filled before the
 // call, with one k block (K = 5 <= KC): the micro-kernel writes each tile to the scratch
 // tile (row length NR = 8, from zero: the fill is dropped) and the epilogue reads C's
-// values there. C itself is never stored.
+// values there. C itself is never stored. The tile's rows of %w, read and written by the
+// update, are prefetched once each, for writing, before the micro-kernel.
 builtin.module {
   func.func private @fill(%c: memref<6x8xf32>) {
     %zero = arith.constant 0.000000e+00 : f32
@@ -512,6 +524,8 @@ builtin.module {
 // CHECK:         %[[WF:.*]] = memref.collapse_shape %[[W]]
 // CHECK:           %[[TILE:.*]] = memref.view {{.*}} to memref<16xf32>
 // CHECK:           %[[TD:.*]] = "memref.cast"(%[[TILE]]) : (memref<16xf32>) -> memref<?xf32>
+// CHECK-COUNT-2:       frame_rt.prefetch %[[WF]][%{{.*}}] write : memref<48xf32>
+// CHECK-NOT:           frame_rt.prefetch
 // CHECK:               func.call @frame_gemm_micro_2x8_p2x8_f32x4(%{{.*}}, %{{.*}}, %[[TD]],
 // CHECK:                   memref.load %[[TILE]][%{{.*}}] : memref<16xf32>
 // CHECK-NEXT:              memref.load %[[WF]][%{{.*}}] : memref<48xf32>

@@ -39,6 +39,8 @@ How the IR maps to C++:
 * `frame_rt.row %buf[%t]` (the rows frame-lower-scan hands a scan's step function) is
   the pointer `buf + t * <row elements>`; functions are emitted callees first (a step
   function the IR defines after its caller is emitted before it);
+* `frame_rt.prefetch %buf[%i]` (frame-gemm's hints for an epilogue's operands) is
+  `__builtin_prefetch(buf + i, rw, 3)`, as the JIT's `llvm.prefetch`;
 * `frame.layer` / `frame.stage` attributes (on kernel functions and on the calls of
   them) become comments; without them, the kernel name (`..__k3_matmul`) is used.
 
@@ -77,7 +79,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from frame_mlir.backend.cpp.thread_pool import POOL_HELPER, POOL_INCLUDES
-from frame_mlir.dialects.frame_rt import ParallelForOp, RowOp
+from frame_mlir.dialects.frame_rt import ParallelForOp, PrefetchOp, RowOp
 from frame_mlir.target.op_tables import OP_TABLE, OpRow
 
 __all__ = [
@@ -903,6 +905,16 @@ def _emit_row(em: CppEmitter, op: Operation) -> None:
     em.line(f"auto* const {name} = {em.expr(op.source)}{offset};  "
             f"// row {t} of {shape_text(typ)}")
     em.bind(op.result, name)
+
+
+@_rule(PrefetchOp)
+def _emit_prefetch(em: CppEmitter, op: Operation) -> None:
+    """A cache hint: the line of `buf + i` (not dereferenced: the index may be past the
+    buffer) into every cache level, for reading or writing."""
+    assert isinstance(op, PrefetchOp)
+    _memref_type(op.memref.type)
+    rw = 1 if op.write is not None else 0
+    em.line(f"__builtin_prefetch({em.expr(op.memref)} + {em.expr(op.index)}, {rw}, 3);")
 
 
 def _check_no_alias(em: CppEmitter, call: func.CallOp) -> None:
