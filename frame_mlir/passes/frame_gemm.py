@@ -927,14 +927,15 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
         span = {d: (0, g.sizes[d]) for d in g.outer}
         if g.outer:
             span[g.outer[0]] = (first, last)
-        if g.gather is not None and not beta0:  # this task's columns of C, copied in
-            copy_columns(ir, addr[(id(g.gather.c), id(g.cols))], lo, hi, False)
+        if g.gather is not None and not beta0:  # this task's part of C, copied in
+            copy_columns(ir, addr[(id(g.gather.c), id(g.cols))], lo, hi, r_lo, r_hi, False)
         loops(ir, place.keep, {}, span, lambda ir, ivs: gemm(ir, ivs, span, st))
         if g.gather is not None:  # and back, final
-            copy_columns(ir, addr[(id(g.gather.c), id(g.cols))], lo, hi, True)
+            copy_columns(ir, addr[(id(g.gather.c), id(g.cols))], lo, hi, r_lo, r_hi, True)
 
-    def copy_columns(ir: _Ir, c_cols: _Addr, lo: Index, hi: Index, back: bool) -> None:
-        """Columns [lo, hi) of C to its contiguous copy, or `back`."""
+    def copy_columns(ir: _Ir, c_cols: _Addr, lo: Index, hi: Index, r_lo: Index,
+                     r_hi: Index, back: bool) -> None:
+        """Rows [r_lo, r_hi) x columns [lo, hi) of C to its contiguous copy, or `back`."""
         gat = g.gather
         assert gat is not None
 
@@ -949,7 +950,7 @@ def build_gemm(ir: _Ir, g: Contraction, blk: Blocking, split: _Split, ws: SSAVal
                 else:
                     ir.store(ir.load(real_c, real), c_flat, mine)
             ir.for_(lo, hi, 1, col)
-        ir.for_(0, m, 1, row)
+        ir.for_(r_lo, r_hi, 1, row)
 
     def loops(ir: _Ir, dims: Sequence[int], ivs: dict[int, SSAValue],
               span: dict[int, tuple[Index, Index]],
@@ -1379,7 +1380,10 @@ def _task_split(g: Contraction, blk: Blocking, threads: int) -> _Split:
     column halves on the same thread from one kernel to the next. Rows take over when
     columns are few or uneven: a layer of 10 outputs is one column panel (splitting it
     over columns leaves one thread idle), 96 columns are a panel of 64 and one of 32,
-    while 96 rows are 6 even panels of 16. Either way tasks write disjoint parts of C.
+    while 96 rows are 6 even panels of 16; ResNet-18's 7 x 7 layers gathered over a
+    batch of 8 are 392 columns (six 64-wide panels and 8 columns: 4 + 3 panels give one
+    task 65 % of the work) but 512 rows (86 panels of 6: 43 + 43). Either way tasks write
+    disjoint parts of C (or of its gathered copy).
 
     A small C over a long reduction (a first convolution's weight gradient: 20 x 25
     outputs, each a sum over batch x positions) has no such parallelism: it is split
@@ -1404,7 +1408,7 @@ def _task_split(g: Contraction, blk: Blocking, threads: int) -> _Split:
     cols = min(g.n, per * blk.nr)  # the first task's: the most
     longest = (g.m * cols * g.k + (g.m + cols) * g.k * PACK_COST) * outer
     options.append((longest, _Split(-(-panels // per), per, False, threads=threads)))
-    if g.gather is None and row_panels > 1:
+    if row_panels > 1:
         per = -(-row_panels // threads)
         rows = min(g.m, per * blk.mr)
         longest = (rows * g.n * g.k + (rows + g.n) * g.k * PACK_COST) * outer
@@ -1586,7 +1590,8 @@ def gather_columns(g: Contraction, threads: int, *, lanes: int, acc: int,
     Columns then span the batch (B, the images, is addressed through its column table
     as before), and since C's columns are no longer contiguous (C is [n, rows, cols]),
     the GEMM works on a contiguous M x N copy of C in the scratch, copied in (unless C
-    was zero-filled) and back by each task for its column range. Taken when that makes
+    was zero-filled) and back by each task for its part (its column panels, or its row
+    panels: a split over rows balances 392 columns' 6 2/16 panels). Taken when that makes
     `GATHER_GAIN` times fewer column vectors, and only without an epilogue (the caller
     checks) or split-K (`_task_split`). The blocking is chosen for the new N, with
     vectors per tile cut until there are column panels for every thread. Each element

@@ -195,6 +195,30 @@ def test_columns_span_the_batch_when_that_saves_column_vectors(size: int, spans:
     assert (where["batch_tables"] > 0) == spans, where
 
 
+def test_gathered_columns_split_over_rows_when_their_panels_are_uneven(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """7 x 7 images over the batch of 8 are 392 gathered columns: six 64-wide panels and
+    one of 8, so two tasks over columns would get 4 and 3 panels (65 % of the work on
+    one). The input gradient's GEMM (144 rows: 24 panels of 6) splits over rows
+    instead, each task copying its rows of the gathered C back (the bits are
+    `test_conv_through_the_gemm_is_bit_identical_to_the_plain_loops`' 7 x 7 case at 2
+    threads)."""
+    splits: list[tuple[int, int, bool, frame_gemm._Split]] = []
+    choose = frame_gemm._task_split
+
+    def record(g: frame_gemm.Contraction, blk: frame_gemm.Blocking, threads: int
+               ) -> frame_gemm._Split:
+        split = choose(g, blk, threads)
+        splits.append((g.m, g.n, g.gather is not None, split))
+        return split
+
+    monkeypatch.setattr(frame_gemm, "_task_split", record)
+    _compile(7, True, threads=2, **SMALL)
+    [(m, n, split)] = [(m, n, s) for m, n, gathered, s in splits if gathered and m > 100]
+    assert (m, n) == (CIN * 9, BATCH * 49), splits
+    assert split.rows and split.tasks == 2, split
+
+
 def test_few_column_weights_are_read_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
     """2 x 2 images (the columns span the batch: one column panel): packing the weights
     would cost more than their multiply-adds, so the forward and input-gradient GEMMs
