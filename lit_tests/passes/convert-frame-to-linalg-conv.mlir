@@ -1,16 +1,19 @@
 // convert-frame-to-linalg on the conv and pool families (frame_conv.py, frame_pool.py). An
 // undilated conv keeps its plain `out * stride + k` input map (what frame-gemm has
-// always recognised); dilation scales k. conv_transpose is a conv's input gradient: a
-// GEMM into columns, a col2im at `out * stride + k * dilation`, a crop of the padding.
+// always recognised); dilation scales k. A conv's input gradient at stride 1 on images
+// of 16 x 16 or more (CONV_GRAD_MIN_PIXELS) is a conv of dy padded by K - 1 - p, the
+// weight read in place at (o, c, j) with the input's taps flipped (x + K - 1 - j);
+// otherwise, as conv_transpose here, a GEMM into columns, a col2im at
+// `out * stride + k * dilation`, a crop of the padding.
 // An avg pool whose windows differ in size (count_include_pad = false, or ceil_mode
 // past the padding) divides by torch's divisor from index arithmetic; ceil_mode pads
 // the input after each dim as far as the last window reaches. The global pools are
 // reductions over the spatial dims.
 // RUN: frame-opt %s --split-input-file -p convert-frame-to-linalg | filecheck %s
 
-func.func @conv(%x: tensor<1x2x6x6xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x4x4xf32> {
-  %y = frame.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, groups = 1 : i64} : (tensor<1x2x6x6xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x4x4xf32>
-  func.return %y : tensor<1x3x4x4xf32>
+func.func @conv(%x: tensor<1x2x16x16xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x14x14xf32> {
+  %y = frame.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, groups = 1 : i64} : (tensor<1x2x16x16xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x14x14xf32>
+  func.return %y : tensor<1x3x14x14xf32>
 }
 
 // CHECK-LABEL: func.func @conv
@@ -27,6 +30,20 @@ func.func @conv_dilation(%x: tensor<1x2x7x6xf32>, %w: tensor<3x2x3x2xf32>) -> te
 // CHECK-LABEL: func.func @conv_dilation
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d2, (d5 + (d3 * 2)), ((d6 * 2) + (d4 * 3)))>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d5, d6)>], iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "parallel", "parallel"], doc = "frame.conv"}
 // CHECK:           math.fma
+
+// -----
+
+func.func @conv_grad_input_stride1(%dy: tensor<1x3x14x14xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x2x16x16xf32> {
+  %dx = frame.conv_grad_input %dy, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, groups = 1 : i64} : (tensor<1x3x14x14xf32>, tensor<3x2x3x3xf32>) -> tensor<1x2x16x16xf32>
+  func.return %dx : tensor<1x2x16x16xf32>
+}
+
+// CHECK-LABEL: func.func @conv_grad_input_stride1
+// CHECK:         %[[DYP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 2), (d3 + 2))>], {{.*}} ins(%dy : tensor<1x3x14x14xf32>) outs(%{{.*}} : tensor<1x3x18x18xf32>)
+// CHECK:         %dx = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d2, ((d5 + 2) + (d3 * -1)), ((d6 + 2) + (d4 * -1)))>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d2, d1, d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d5, d6)>], iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "parallel", "parallel"], doc = "frame.conv_grad_input"} ins(%[[DYP]], %w : tensor<1x3x18x18xf32>, tensor<3x2x3x3xf32>) outs(%{{.*}} : tensor<1x2x16x16xf32>)
+// CHECK:           math.fma
+// CHECK-NOT:     linalg.generic
+// CHECK:         func.return %dx
 
 // -----
 

@@ -4,8 +4,8 @@ for bit, on every new kernel (dilated conv and its gradients, conv_transpose in 
 GEMM and grouped forms, avg pools with torch's varying divisors, max pools and their
 gradients with ceil_mode, the global pools); max selections against torch bit for bit
 on NaN, infinities, signed zeros and ties; dilated convs and conv_transpose through
-frame-gemm (bit-identical to the plain loops, and torch-close), the same bits for
-every thread count; float16 storage; and the attributes' defaults staying out of the
+frame-gemm (bit-identical to the plain loops, and torch-close), a stride-1 conv's
+input gradient as a conv, the same bits for every thread count; float16 storage; and the attributes' defaults staying out of the
 IR."""
 
 from __future__ import annotations
@@ -257,6 +257,57 @@ def test_through_the_gemm_matches_torch_and_the_plain_loops(case: str) -> None:
                                    atol=2e-6 * max(1.0, float(np.abs(want).max())))
     for got, want in zip((loss, gx, gw), plain("cv_grad", xv, wv), strict=True):
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("case", ["conv2d_3x3", "conv1d_k5", "conv_transpose_stride1"])
+def test_stride1_input_gradient_as_a_conv(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stride-1 conv's input gradient on images of at least
+    `frame_conv.CONV_GRAD_MIN_PIXELS` is itself a conv of the padded dy, the weight read
+    in place with its taps flipped (`_input_grad_as_conv`): through frame-gemm with
+    odd sizes (partial row and column panels, two k blocks) on 1, 2 and 3 threads it
+    matches torch in float64 and the plain loops bit for bit. conv_transpose at stride
+    1 takes the same form for its forward."""
+    from frame_mlir.dialects import frame_conv
+
+    xs, ws, make, ref = {
+        "conv2d_3x3": ((2, 5, 17, 18), (7, 5, 3, 3),
+                       lambda x, w: frame.ConvOp(x, w, [1, 1], [1, 1]),
+                       lambda x, w: F.conv2d(x, w, padding=1)),
+        # padding 1 < K - 1: dy is padded by 3 before and after
+        "conv1d_k5": ((2, 6, 300), (3, 6, 5), lambda x, w: frame.ConvOp(x, w, [1], [1]),
+                      lambda x, w: F.conv1d(x, w, padding=1)),
+        "conv_transpose_stride1": ((2, 6, 15, 18), (6, 5, 3, 3),
+                                   lambda x, w: frame.ConvTransposeOp(x, w, [1, 1], [0, 0],
+                                                                      [0, 0]),
+                                   lambda x, w: F.conv_transpose2d(x, w)),
+    }[case]
+    taken: list[int] = []
+    as_conv = frame_conv._input_grad_as_conv
+
+    def spy(*args: Any) -> SSAValue:
+        taken.append(1)
+        return as_conv(*args)
+    monkeypatch.setattr(frame_conv, "_input_grad_as_conv", spy)
+    rng = np.random.default_rng(7 + len(case))
+    xv = rng.standard_normal(xs).astype(np.float32)
+    wv = rng.standard_normal(ws).astype(np.float32)
+    plain, _ = _compile(_grad_module(xs, ws, make), gemm=False)
+    assert taken, "the input gradient did not take the conv form"
+    tx, tw = (torch.from_numpy(v).double().requires_grad_() for v in (xv, wv))
+    ty = ref(tx, tw)
+    (ty * ty).sum().backward()
+    want = plain("cv_grad", xv, wv)
+    for threads in (1, 2, 3):
+        tiled, ir = _compile(_grad_module(xs, ws, make), **SMALL, gemm_min_flops=0,
+                             threads=threads)
+        assert ir.count("vector.fma") >= 3  # forward, input and weight gradients
+        loss, gx, gw = got = tiled("cv_grad", xv, wv)
+        np.testing.assert_allclose(loss, (ty * ty).sum().item(), rtol=1e-5)
+        for g, t in ((gx, tx.grad.numpy()), (gw, tw.grad.numpy())):
+            np.testing.assert_allclose(g, t, rtol=1e-5,
+                                       atol=2e-6 * max(1.0, float(np.abs(t).max())))
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
+            same_bits(a, b, f"{threads} threads, output {i}")
 
 
 def test_the_same_bits_for_every_thread_count() -> None:
