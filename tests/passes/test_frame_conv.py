@@ -260,13 +260,15 @@ def test_through_the_gemm_matches_torch_and_the_plain_loops(case: str) -> None:
 
 
 @pytest.mark.parametrize("case", ["conv2d_3x3", "conv1d_k5", "conv_transpose_stride1"])
-def test_stride1_input_gradient_as_a_conv(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stride1_input_gradient_as_a_conv(case: str, monkeypatch: pytest.MonkeyPatch,
+                                          tmp_path: Path) -> None:
     """A stride-1 conv's input gradient on images of at least
     `frame_conv.CONV_GRAD_MIN_PIXELS` is itself a conv of the padded dy, the weight read
     in place with its taps flipped (`_input_grad_as_conv`): through frame-gemm with
     odd sizes (partial row and column panels, two k blocks) on 1, 2 and 3 threads it
-    matches torch in float64 and the plain loops bit for bit. conv_transpose at stride
-    1 takes the same form for its forward."""
+    matches torch in float64 and the plain loops bit for bit, and (2-D) the emitted C++
+    matches the JIT bit for bit. conv_transpose at stride 1 takes the same form for its
+    forward."""
     from frame_mlir.dialects import frame_conv
 
     xs, ws, make, ref = {
@@ -308,6 +310,9 @@ def test_stride1_input_gradient_as_a_conv(case: str, monkeypatch: pytest.MonkeyP
                                        atol=2e-6 * max(1.0, float(np.abs(t).max())))
         for i, (a, b) in enumerate(zip(got, want, strict=True)):
             same_bits(a, b, f"{threads} threads, output {i}")
+    if case == "conv2d_3x3" and CXX is not None:
+        assert_cpp_matches_jit(lambda: _grad_module(xs, ws, make), "cv_grad", [xv, wv],
+                               tmp_path)
 
 
 def test_the_same_bits_for_every_thread_count() -> None:
