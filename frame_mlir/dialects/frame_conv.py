@@ -450,9 +450,9 @@ def _lower_conv(lw: Any, op: Any) -> SSAValue:
 def _input_grad(lw: Any, dy: SSAValue, w: SSAValue, typ: TensorType, st: Sequence[int],
                 pad: Sequence[int], groups: int, dil: Sequence[int]) -> SSAValue:
     """A conv's input gradient (of type `typ`): for stride 1 (undilated, padding <=
-    K - 1) a conv of the padded dy (`_input_grad_as_conv`); otherwise a GEMM and a
-    col2im: `dcol[n, c, *k,
-    *out] = sum_o w[o, c, *k] * dy[n, o, *out]` (a contraction `frame-gemm` blocks: rows
+    K - 1) on large images a conv of the padded dy (`_input_grad_as_conv`); otherwise
+    a GEMM and a col2im: `dcol[n, c, *k, *out] = sum_o w[o, c, *k] * dy[n, o, *out]`
+    (a contraction `frame-gemm` blocks: rows
     (c, *k) of the weight, columns the output positions, no gathers), then each column
     entry is added into the padded input gradient at `out * stride + k * dilation`, in
     (k, out) order, and cropped. Grouped convolutions keep the direct scatter
@@ -518,16 +518,16 @@ def _input_grad_as_conv(lw: Any, dy: SSAValue, w: SSAValue, typ: TensorType,
     w_shape = static_shape(w) or ()
     nsp = len(w_shape) - 2
     dyp = _pad(lw, dy, low, high=high)
-    ndims = 3 + 2 * nsp
+    # The conv's iteration space (n, c, o, *j, *x) and output map, with j = K - 1 - k:
+    # the weight is read in place at (o, c, *j) (linalg's maps must stay invertible, so
+    # the flip is in the input's map).
+    ndims, _, _, y_map, its = _conv_maps(static_shape(dyp) or (),
+                                         (w_shape[1], w_shape[0], *w_shape[2:]), [1] * nsp, 1)
     d = [AffineExpr.dimension(i) for i in range(ndims)]
-    # Iteration space (n, c, o, *j, *x) with j = K - 1 - k: the weight is read in place
-    # at (o, c, *j) (linalg's maps must stay invertible: no flipped index there).
     n, c, o, js, xs = d[0], d[1], d[2], d[3:3 + nsp], d[3 + nsp:]
     x_map = AffineMapAttr(AffineMap(ndims, 0, (n, o, *(
         x + AffineExpr.constant(k - 1) - j for x, j, k in zip(xs, js, w_shape[2:], strict=True)))))
     w_map = AffineMapAttr(AffineMap(ndims, 0, (o, c, *js)))
-    y_map = AffineMapAttr(AffineMap(ndims, 0, (n, c, *xs)))
-    its = [PAR, PAR, RED, *[RED] * nsp, *[PAR] * nsp]
     init = lw.filled(_accumulator_type(typ), 0.0)
     dx = lw.generic([dyp, w], init, [x_map, w_map, y_map], its, _mac)
     return _round_to(lw, dx, typ)

@@ -5,8 +5,8 @@ GEMM and grouped forms, avg pools with torch's varying divisors, max pools and t
 gradients with ceil_mode, the global pools); max selections against torch bit for bit
 on NaN, infinities, signed zeros and ties; dilated convs and conv_transpose through
 frame-gemm (bit-identical to the plain loops, and torch-close), a stride-1 conv's
-input gradient as a conv, the same bits for every thread count; float16 storage; and the attributes' defaults staying out of the
-IR."""
+input gradient as a conv, the same bits for every thread count; float16 storage; and
+the attributes' defaults staying out of the IR."""
 
 from __future__ import annotations
 
