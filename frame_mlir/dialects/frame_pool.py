@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import product
 from math import prod
 from typing import Any
 
@@ -379,13 +380,16 @@ class _PoolSpace:
     """The loops of a pooling generic: maps of the padded input, the output and the
     window (a shape-only operand that bounds the k loops, as in MLIR's pooling ops:
     linalg needs every loop to be bounded by some operand dimension), the iterator
-    types, and the loop of the first window dim (for `linalg.index`)."""
+    types, the loops of each spatial dim's output position and window offset (for
+    `linalg.index`), and whether the last window loop runs backwards (`_pool_space`)."""
 
     x_map: AffineMapAttr
     y_map: AffineMapAttr
     w_map: AffineMapAttr
     iterators: list[linalg_attrs.IteratorTypeAttr]
-    first_k: int
+    out_loops: tuple[int, ...]
+    k_loops: tuple[int, ...]
+    reversed_last_k: bool = False
 
 
 def _pool_space(rank: int, kernel: Sequence[int], stride: Sequence[int],
@@ -397,26 +401,33 @@ def _pool_space(rank: int, kernel: Sequence[int], stride: Sequence[int],
     first pool.
 
     A `scatter` (a gradient written at `out * stride + k`, read from the output-shaped
-    dy) keeps that order only where windows do not overlap (stride >= kernel in every
-    dim): then each iteration writes its own element, every loop is parallel and the
-    order of additions does not matter. Overlapping windows keep the loops
-    (n, c, *out, *k), all but n and c reductions, so an element's contributions add up
-    in the order they always did (`_scatter_iterators`)."""
+    dy) has the same loops. Where windows overlap (stride < kernel in some dim) an
+    element receives several contributions, all but n and c are reductions, and the
+    last window dim runs backwards (`k' = K - 1 - k`): an element of that dim is
+    reached from larger k at smaller out, so with k reversed its contributions still
+    arrive in the row-major order of the outputs, as with the loops
+    (n, c, *out, *k) it had before, and as PyTorch adds them -- while the innermost
+    loop walks a row of outputs instead of a window's last dim (3 long)."""
     nsp = rank - 2
     ndims = rank + nsp
     d = [AffineExpr.dimension(i) for i in range(ndims)]
     overlapping = any(st < k for st, k in zip(stride, kernel, strict=True))
-    if scatter and overlapping:
-        outs, ks, first_k = d[2:2 + nsp], d[2 + nsp:], 2 + nsp
+    out_loops, first_k = (*range(2, rank - 1), ndims - 1), rank - 1
+    k_loops = tuple(range(first_k, first_k + nsp))
+    reverse = scatter and overlapping
+    if reverse:
         its = _scatter_iterators(ndims, 2)
     else:
-        outs, ks, first_k = [*d[2:rank - 1], d[ndims - 1]], d[rank - 1:ndims - 1], rank - 1
         its = [PAR] * ndims if scatter else [PAR] * (rank - 1) + [RED] * nsp + [PAR]
+    outs = [d[i] for i in out_loops]
+    ks = [d[i] for i in k_loops]
+    if reverse:
+        ks[-1] = AffineExpr.constant(kernel[-1] - 1) - ks[-1]
     x_map = AffineMapAttr(AffineMap(ndims, 0, (d[0], d[1], *(o * st + k for o, st, k in zip(
         outs, stride, ks, strict=True)))))
     y_map = AffineMapAttr(AffineMap(ndims, 0, (d[0], d[1], *outs)))
-    window_map = AffineMapAttr(AffineMap(ndims, 0, tuple(ks)))
-    return _PoolSpace(x_map, y_map, window_map, its, first_k)
+    window_map = AffineMapAttr(AffineMap(ndims, 0, tuple(d[i] for i in k_loops)))
+    return _PoolSpace(x_map, y_map, window_map, its, out_loops, k_loops, reverse)
 
 
 def _window(lw: Any, kernel: Sequence[int]) -> SSAValue:
@@ -438,12 +449,52 @@ def _pool_geometry(op: Any, x_shape: Sequence[int], y_shape: Sequence[int]
     return kernel, stride, pad, _pool_high(x_shape, y_shape, kernel, stride, pad)
 
 
+#: Windows of at most this many cells, at strides of 2 or more, are scanned as one
+#: generic over the outputs with each cell its own operand (`_cells`).
+UNROLLED_WINDOW_CELLS = 16
+
+
+def _cells(rank: int, kernel: Sequence[int], stride: Sequence[int]
+           ) -> list[tuple[tuple[int, ...], AffineMapAttr]] | None:
+    """Each cell of the window (row-major) with the map (n, c, *out) -> the padded input
+    at `out * stride + k`, or None where the window is scanned in loops instead (more
+    cells than `UNROLLED_WINDOW_CELLS`, or a stride of 1: its k = 0 cell's map would be
+    a bare dim, which would bound the output's loop by the longer padded input).
+
+    The scan then keeps its running max (and argmax) in registers and stores once per
+    output. As loops over the window (`_pool_space`) every cell loaded and stored the
+    running value, a store of `select(take, x, load)`, which LLVM's x86 backend turns
+    into a masked store -- on AVX2 hosts `vmaskmovps`, microcoded and slow on AMD: 2.5x
+    on ResNet-18's max pool and its gradient on Zen 3."""
+    if prod(kernel) > UNROLLED_WINDOW_CELLS or any(st < 2 for st in stride):
+        return None
+    d = [AffineExpr.dimension(i) for i in range(rank)]
+    cells = []
+    for ks in product(*(range(k) for k in kernel)):
+        cells.append((ks, AffineMapAttr(AffineMap(rank, 0, (d[0], d[1], *(
+            d[2 + i] * st + k for i, (st, k) in enumerate(zip(stride, ks, strict=True))))))))
+    return cells
+
+
 def _lower_max_pool(lw: Any, op: Any) -> SSAValue:
     typ = _result_type(op)
+    rank = typ.get_num_dims()
     kernel, stride, pad, high = _pool_geometry(op, static_shape(op.input) or (),
                                                typ.get_shape())
     xp = _pad(lw, op.input, pad, float("-inf"), high)
-    sp = _pool_space(len(kernel) + 2, kernel, stride)
+    cells = _cells(rank, kernel, stride)
+    if cells is not None:
+        def scan(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
+            running = _f32(b, float("-inf"))
+            for x in a[:len(cells)]:
+                running = b.insert(arith.SelectOp(_pool_takes(b, x, running), x, running)
+                                   ).result
+            return running
+
+        y = lw.generic([xp] * len(cells), lw.empty(_accumulator_type(typ)),
+                       [m for _, m in cells] + [identity_map(rank)], [PAR] * rank, scan)
+        return _round_to(lw, y, typ)
+    sp = _pool_space(rank, kernel, stride)
     init = lw.filled(_accumulator_type(typ), float("-inf"))
 
     def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
@@ -460,12 +511,15 @@ def _pool_takes(b: Builder, x: SSAValue, running: SSAValue) -> SSAValue:
     return max_takes(b, x, running)
 
 
-def _window_position(b: Builder, first_dim: int, kernel: Sequence[int]) -> SSAValue:
-    """Row-major position in the pooling window of the current iteration (window loops
-    `first_dim`.. onward), as an f32: exact, windows are far smaller than 2^24."""
+def _window_position(b: Builder, sp: _PoolSpace, kernel: Sequence[int]) -> SSAValue:
+    """Row-major position in the pooling window of the current iteration (from the
+    window loops of `sp`; the last one's index reversed where it runs backwards), as an
+    f32: exact, windows are far smaller than 2^24."""
     pos: SSAValue | None = None
     for i, k in enumerate(kernel):
-        idx = b.insert(linalg.IndexOp(first_dim + i)).result
+        idx = b.insert(linalg.IndexOp(sp.k_loops[i])).result
+        if sp.reversed_last_k and i == len(kernel) - 1:
+            idx = b.insert(arith.SubiOp(_index(b, k - 1), idx)).result
         if pos is not None:
             size = b.insert(arith.ConstantOp(builtin.IntegerAttr(k, builtin.IndexType()))).result
             scaled = b.insert(arith.MuliOp(pos, size)).result
@@ -581,13 +635,13 @@ def _lower_avg_pool_grad(lw: Any, op: Any) -> SSAValue:
 def _lower_max_pool_grad(lw: Any, op: Any) -> SSAValue:
     """dy flows to the window position PyTorch's max_pool records as the argmax.
 
-    Two generics over the window loops and the output's (`_pool_space`). The first
-    replays the forward scan (`_pool_takes`) and records, per window, the row-major
-    position of the cell that set the max: the first of tied maxima, the last NaN, and
-    -- where nothing beats the initial -inf -- the first cell inside the input, as
-    PyTorch initialises its index there (a 0/1 mask marks the padding, which never takes
-    part). The second adds dy at that position. The operand y is not needed: the scan
-    recomputes it.
+    Two generics. The first replays the forward scan (`_pool_takes`) and records, per
+    window, the row-major position of the cell that set the max: the first of tied
+    maxima, the last NaN, and -- where nothing beats the initial -inf -- the first cell
+    inside the input, as PyTorch initialises its index there (padding never takes
+    part). It is one generic over the outputs with a cell per operand where `_cells`
+    allows, else loops over the window and the output (`_pool_space`). The second adds
+    dy at that position. The operand y is not needed: the scan recomputes it.
     """
     typ = _result_type(op)
     rank = typ.get_num_dims()
@@ -595,36 +649,19 @@ def _lower_max_pool_grad(lw: Any, op: Any) -> SSAValue:
     kernel, stride, pad, high = _pool_geometry(op, typ.get_shape(), y_shape)
     xp = _pad(lw, op.x, pad, float("-inf"), high)
     padded = static_shape(xp) or ()
-    sp = _pool_space(rank, kernel, stride)
     window = _window(lw, kernel)
-    inputs, maps = [xp, window], [sp.x_map, sp.w_map]
-    # Windows start inside the input or its left padding: only left padding can be a
-    # window's first cell.
-    if any(pad):
-        ones = lw.filled(TensorType(f32, typ.get_shape()), 1.0)
-        inputs, maps = [*inputs, _pad(lw, ones, pad, 0.0, high)], [*maps, sp.x_map]
-
-    def scan(b: Builder, a: Sequence[SSAValue]) -> list[SSAValue]:
-        x, running, arg = a[0], a[-2], a[-1]
-        pos = _window_position(b, sp.first_k, kernel)
-        take = _pool_takes(b, x, running)
-        unset = b.insert(arith.CmpfOp(arg, _f32(b, 0.0), "olt")).result
-        if any(pad):  # the first cell inside the input, if nothing took yet
-            inside = b.insert(arith.CmpfOp(a[2], _f32(b, 0.0), "ogt")).result
-            unset = b.insert(arith.AndIOp(unset, inside)).result
-        take = b.insert(arith.OrIOp(take, unset)).result
-        return [b.insert(arith.SelectOp(take, x, running)).result,
-                b.insert(arith.SelectOp(take, pos, arg)).result]
-
-    _, argmax = lw.generic_multi(
-        inputs, [lw.filled(TensorType(f32, y_shape), float("-inf")),
-                 lw.filled(TensorType(f32, y_shape), -1.0)],
-        [*maps, sp.y_map, sp.y_map], sp.iterators, scan)
+    cells = _cells(rank, kernel, stride)
+    if cells is not None:
+        argmax = lw.generic([xp] * len(cells), lw.empty(TensorType(f32, y_shape)),
+                            [m for _, m in cells] + [identity_map(rank)], [PAR] * rank,
+                            lambda b, a: _unrolled_argmax(b, a, cells, kernel, stride, pad))
+    else:
+        argmax = _looped_argmax(lw, xp, y_shape, kernel, stride, pad)
     sc = _pool_space(rank, kernel, stride, scatter=True)
 
     def scatter(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
         dy, arg, dx = a[0], a[1], a[3]
-        hit = b.insert(arith.CmpfOp(_window_position(b, sc.first_k, kernel), arg, "oeq")
+        hit = b.insert(arith.CmpfOp(_window_position(b, sc, kernel), arg, "oeq")
                        ).result
         added = b.insert(arith.AddfOp(dx, dy)).result
         return b.insert(arith.SelectOp(hit, added, dx)).result
@@ -632,6 +669,74 @@ def _lower_max_pool_grad(lw: Any, op: Any) -> SSAValue:
     dxp = lw.generic([op.dy, argmax, window], lw.filled(TensorType(f32, padded), 0.0),
                      [sc.y_map, sc.y_map, sc.w_map, sc.x_map], sc.iterators, scatter)
     return _crop(lw, dxp, pad, typ)
+
+
+def _unrolled_argmax(b: Builder, a: Sequence[SSAValue],
+                     cells: Sequence[tuple[tuple[int, ...], AffineMapAttr]],
+                     kernel: Sequence[int], stride: Sequence[int], pad: Sequence[int]
+                     ) -> SSAValue:
+    """The max-pool gradient's scan over one window whose cells are the operands `a`
+    (row-major), in registers: the argmax's row-major position as an f32. A cell k
+    lies past the left padding of dim i where `out * stride + k >= pad`, i.e. always
+    for k >= pad, else for out >= ceil((pad - k) / stride)."""
+    running, arg = _f32(b, float("-inf")), _f32(b, -1.0)
+    for pos, ((ks, _), x) in enumerate(zip(cells, a, strict=False)):
+        take = _pool_takes(b, x, running)
+        unset = b.insert(arith.CmpfOp(arg, _f32(b, 0.0), "olt")).result
+        for i, (k, st, p) in enumerate(zip(ks, stride, pad, strict=True)):
+            if k < p:
+                past = b.insert(arith.CmpiOp(b.insert(linalg.IndexOp(2 + i)).result,
+                                             _index(b, -(-(p - k) // st)), "sge")).result
+                unset = b.insert(arith.AndIOp(unset, past)).result
+        take = b.insert(arith.OrIOp(take, unset)).result
+        running = b.insert(arith.SelectOp(take, x, running)).result
+        arg = b.insert(arith.SelectOp(take, _f32(b, float(pos)), arg)).result
+    return arg
+
+
+def _looped_argmax(lw: Any, xp: SSAValue, y_shape: Sequence[int], kernel: Sequence[int],
+                   stride: Sequence[int], pad: Sequence[int]) -> SSAValue:
+    """The max-pool gradient's scan as loops over the window and the outputs
+    (`_pool_space`), the running max and argmax kept in two output-shaped tensors."""
+    sp = _pool_space(len(y_shape), kernel, stride)
+
+    def scan(b: Builder, a: Sequence[SSAValue]) -> list[SSAValue]:
+        x, running, arg = a[0], a[-2], a[-1]
+        pos = _window_position(b, sp, kernel)
+        take = _pool_takes(b, x, running)
+        unset = b.insert(arith.CmpfOp(arg, _f32(b, 0.0), "olt")).result
+        if any(pad):  # the first cell inside the input, if nothing took yet
+            unset = b.insert(arith.AndIOp(unset, _inside(b, sp, stride, pad))).result
+        take = b.insert(arith.OrIOp(take, unset)).result
+        return [b.insert(arith.SelectOp(take, x, running)).result,
+                b.insert(arith.SelectOp(take, pos, arg)).result]
+
+    _, argmax = lw.generic_multi(
+        [xp, _window(lw, kernel)], [lw.filled(TensorType(f32, y_shape), float("-inf")),
+                                    lw.filled(TensorType(f32, y_shape), -1.0)],
+        [sp.x_map, sp.w_map, sp.y_map, sp.y_map], sp.iterators, scan)
+    return argmax
+
+
+def _inside(b: Builder, sp: _PoolSpace, stride: Sequence[int], pad: Sequence[int]
+            ) -> SSAValue:
+    """Whether the current window cell lies past the left padding in every dim (from the
+    loop indices: a 0/1 mask of the padded input's shape cost three passes over it).
+
+    Windows start inside the input or its left padding, so in the scan's row-major
+    order the first cell past every dim's left padding is inside the input: right
+    padding need not be tested."""
+    inside: SSAValue | None = None
+    for o, k, st, p in zip(sp.out_loops, sp.k_loops, stride, pad, strict=True):
+        if not p:
+            continue
+        at = b.insert(arith.AddiOp(b.insert(arith.MuliOp(
+            b.insert(linalg.IndexOp(o)).result, _index(b, st))).result,
+            b.insert(linalg.IndexOp(k)).result)).result
+        past = b.insert(arith.CmpiOp(at, _index(b, p), "sge")).result
+        inside = past if inside is None else b.insert(arith.AndIOp(inside, past)).result
+    assert inside is not None
+    return inside
 
 
 def _lower_global_avg_pool(lw: Any, op: Any) -> SSAValue:

@@ -84,13 +84,20 @@ func.func @max_pool_ceil(%x: tensor<1x1x5xf32>) -> tensor<1x1x3xf32> {
   func.return %y : tensor<1x1x3xf32>
 }
 
+// The padding (after the input only: ceil_mode) is one strip of -inf -- u, the one
+// strip's loop, bounded by the shape-only 1x1 operand -- before the copy of x; no
+// fill of the whole padded tensor.
 // CHECK-LABEL: func.func @max_pool_ceil
-// CHECK:         %[[NEG:.*]] = arith.constant 0xff800000 : f32
 // CHECK:         %[[E:.*]] = tensor.empty() : tensor<1x1x6xf32>
-// CHECK:         %[[F:.*]] = linalg.fill ins(%[[NEG]] : f32) outs(%[[E]] : tensor<1x1x6xf32>)
+// CHECK:         %[[STRIP:.*]] = tensor.empty() : tensor<1x1xf32>
+// CHECK:         %[[F:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d3 + d2) + 5))>]
+// CHECK-SAME:      ins(%[[STRIP]] : tensor<1x1xf32>) outs(%[[E]] : tensor<1x1x6xf32>)
+// CHECK-NEXT:    ^{{.*}}(%{{.*}}: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[NEG:.*]] = arith.constant 0xff800000 : f32
+// CHECK-NEXT:      linalg.yield %[[NEG]] : f32
 // CHECK:         %[[XP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0)>, affine_map<(d0, d1, d2, d3) -> (d1, d2, (d3 + d0))>]
 // CHECK-SAME:      outs(%[[F]] : tensor<1x1x6xf32>)
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d3 * 2) + d2))>, affine_map<(d0, d1, d2, d3) -> (d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>], iterator_types = ["parallel", "parallel", "reduction", "parallel"], doc = "frame.max_pool"} ins(%[[XP]], %{{.*}} : tensor<1x1x6xf32>, tensor<2xf32>)
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, (d2 * 2))>, affine_map<(d0, d1, d2) -> (d0, d1, ((d2 * 2) + 1))>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"], doc = "frame.max_pool"} ins(%[[XP]], %[[XP]] : tensor<1x1x6xf32>, tensor<1x1x6xf32>)
 
 // -----
 

@@ -232,20 +232,51 @@ func.func @conv1d(%x: tensor<1x4x5xf32>, %w: tensor<4x2x3xf32>) -> tensor<1x4x3x
 // -----
 
 // max_pool: PyTorch's scan. A cell replaces the running max when it is greater or
-// NaN, so NaN wins and the first of tied maxima (-0.0 before +0.0) stays. Loops
-// (n, c, oh, kh, kw, ow): each window is still scanned row-major, and the innermost
-// loop walks a row of outputs (parallel: it vectorizes).
+// NaN, so NaN wins and the first of tied maxima (-0.0 before +0.0) stays. A window
+// of at most 16 cells at a stride of 2 or more is one generic over the outputs with
+// a cell per operand (x read at (2 oh + kh, 2 ow + kw)), scanned row-major from -inf
+// in registers: the output is written once and never read.
 func.func @max_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
   %0 = frame.max_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
   func.return %0 : tensor<1x1x2x2xf32>
 }
 
 // CHECK-LABEL: func.func @max_pool
+// CHECK-SAME:    (%[[XIN:.*]]: tensor<1x1x4x4xf32>)
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<1x1x2x2xf32>
+// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 * 2), (d3 * 2))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 * 2), ((d3 * 2) + 1))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 * 2) + 1), (d3 * 2))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 * 2) + 1), ((d3 * 2) + 1))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>]
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel"], doc = "frame.max_pool"}
+// CHECK-SAME:      ins(%[[XIN]], %[[XIN]], %[[XIN]], %[[XIN]] : {{.*}}) outs(%[[E]] : tensor<1x1x2x2xf32>)
+// CHECK-NEXT:    ^{{.*}}(%[[X0:.*]]: f32, %[[X1:.*]]: f32, %[[X2:.*]]: f32, %[[X3:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[NEG:.*]] = arith.constant 0xff800000 : f32
+// CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[X0]], %[[NEG]] : f32
+// CHECK-NEXT:      %[[NAN:.*]] = arith.cmpf uno, %[[X0]], %[[X0]] : f32
+// CHECK-NEXT:      %[[TAKE:.*]] = arith.ori %[[GT]], %[[NAN]] : i1
+// CHECK-NEXT:      %[[M0:.*]] = arith.select %[[TAKE]], %[[X0]], %[[NEG]] : f32
+// CHECK-NEXT:      %[[GT1:.*]] = arith.cmpf ogt, %[[X1]], %[[M0]] : f32
+// CHECK-NEXT:      %[[NAN1:.*]] = arith.cmpf uno, %[[X1]], %[[X1]] : f32
+// CHECK-NEXT:      %[[TAKE1:.*]] = arith.ori %[[GT1]], %[[NAN1]] : i1
+// CHECK-NEXT:      %[[M1:.*]] = arith.select %[[TAKE1]], %[[X1]], %[[M0]] : f32
+// CHECK:           %[[M3:.*]] = arith.select %{{.*}}, %[[X3]], %{{.*}} : f32
+// CHECK-NEXT:      linalg.yield %[[M3]] : f32
+
+// -----
+
+// A stride-1 max_pool keeps the loops (n, c, oh, kh, kw, ow) (its k = 0 cell would
+// read x at a bare dim, bounding the output's loop by the input's longer dim): each
+// window is still scanned row-major, the innermost loop walks a row of outputs, and
+// the running max is the output.
+func.func @max_pool_stride1(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32> {
+  %0 = frame.max_pool %x {kernel = array<i64: 2, 2>, stride = array<i64: 1, 1>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32>
+  func.return %0 : tensor<1x1x3x3xf32>
+}
+
+// CHECK-LABEL: func.func @max_pool_stride1
 // CHECK:         %[[NEG:.*]] = arith.constant 0xff800000 : f32
 // CHECK:         %[[INIT:.*]] = linalg.fill ins(%[[NEG]] : f32)
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 * 2) + d3), ((d5 * 2) + d4))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>]
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, (d2 + d3), (d5 + d4))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>]
 // CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"], doc = "frame.max_pool"}
-// CHECK-SAME:      outs(%[[INIT]] : tensor<1x1x2x2xf32>)
+// CHECK-SAME:      outs(%[[INIT]] : tensor<1x1x3x3xf32>)
 // CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %{{.*}}: f32, %[[RMAX:.*]]: f32):
 // CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[X]], %[[RMAX]] : f32
 // CHECK-NEXT:      %[[NAN:.*]] = arith.cmpf uno, %[[X]], %[[X]] : f32
@@ -255,48 +286,67 @@ func.func @max_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
 
 // -----
 
-// max_pool_grad with padding: the input padded with -inf and a 0/1 mask of the
-// cells inside it; a scan records per window the row-major position of the argmax
-// as PyTorch does (initially -1; the first inside cell if nothing beats -inf); a
-// second generic adds dy at that position; the padding is cropped off. Both loop
-// over (n, c, oh, kh, kw, ow) (so the window position reads linalg.index 3 and 4);
-// the windows do not overlap, so the second writes each cell once: all its loops
-// are parallel.
+// max_pool_grad with padding: the input padded with -inf; a scan records per window
+// the row-major position of the argmax as PyTorch does (initially -1; the first
+// cell past the left padding if nothing beats -inf); a second generic adds dy at
+// that position; the padding is cropped off. The scan is one generic over the
+// outputs, a window cell per operand, kept in registers; a cell before the left
+// padding's end (kh = 0 or kw = 0 here: 2 o + 0 >= 1 iff o >= 1) counts as inside
+// only where its output index says so. The scatter loops over (n, c, oh, kh, kw, ow);
+// the windows do not overlap, so it writes each cell once: all its loops are
+// parallel.
 func.func @max_pool_grad(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x3x3xf32>, %dy: tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32> {
   %0 = frame.max_pool_grad %x, %y, %dy {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32>
   func.return %0 : tensor<1x1x4x4xf32>
 }
 
+// The padded x: -inf strips, top and bottom rows in one generic (u = d2 picks the
+// strip: row d3 + u * 5), left and right columns in another, then the copy of x.
 // CHECK-LABEL: func.func @max_pool_grad
+// CHECK:         %[[E:.*]] = tensor.empty() : tensor<1x1x6x6xf32>
+// CHECK:         %[[ROWS:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d2, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, (d3 + (d2 * 5)), d4)>]
+// CHECK-SAME:      ins(%{{.*}} : tensor<2x1xf32>) outs(%[[E]] : tensor<1x1x6x6xf32>)
+// CHECK:           arith.constant 0xff800000 : f32
+// CHECK:         %[[COLS:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, (d4 + (d3 * 5)))>]
+// CHECK-SAME:      ins(%{{.*}} : tensor<2x1xf32>) outs(%[[ROWS]] : tensor<1x1x6x6xf32>)
+// CHECK:           arith.constant 0xff800000 : f32
 // CHECK:         %[[XP:.*]] = linalg.generic
-// CHECK-SAME:      ins(%{{.*}} : tensor<1x1x4x4xf32>) outs(%{{.*}} : tensor<1x1x6x6xf32>)
-// CHECK:         %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
-// CHECK:         %[[MASK:.*]] = linalg.generic
-// CHECK-SAME:      outs(%{{.*}} : tensor<1x1x6x6xf32>)
-// CHECK:         %[[MINUS1:.*]] = arith.constant -1.000000e+00 : f32
-// CHECK:         %[[SCANMAX:.*]], %[[ARG:.*]] = linalg.generic
-// CHECK-SAME:      ins(%[[XP]], %{{.*}}, %[[MASK]] : tensor<1x1x6x6xf32>, tensor<2x2xf32>, tensor<1x1x6x6xf32>)
-// CHECK-SAME:      outs(%{{.*}}, %{{.*}} : tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>)
-// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %{{.*}}: f32, %[[IN:.*]]: f32, %[[RMAX:.*]]: f32, %[[A:.*]]: f32):
-// CHECK-NEXT:      %[[KH:.*]] = linalg.index 3 : index
-// CHECK-NEXT:      %[[KW:.*]] = linalg.index 4 : index
-// CHECK-NEXT:      %[[TWO:.*]] = arith.constant 2 : index
-// CHECK-NEXT:      %[[ROW:.*]] = arith.muli %[[KH]], %[[TWO]] : index
-// CHECK-NEXT:      %[[LIN:.*]] = arith.addi %[[ROW]], %[[KW]] : index
-// CHECK-NEXT:      %[[I64:.*]] = arith.index_cast %[[LIN]] : index to i64
-// CHECK-NEXT:      %[[POS:.*]] = arith.sitofp %[[I64]] : i64 to f32
-// CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[X]], %[[RMAX]] : f32
-// CHECK-NEXT:      %[[NAN:.*]] = arith.cmpf uno, %[[X]], %[[X]] : f32
+// CHECK-SAME:      ins(%{{.*}} : tensor<1x1x4x4xf32>) outs(%[[COLS]] : tensor<1x1x6x6xf32>)
+// CHECK-NOT:     arith.constant 1.000000e+00 : f32
+// CHECK:         %[[ARG:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 * 2), (d3 * 2))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 * 2), ((d3 * 2) + 1))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 * 2) + 1), (d3 * 2))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 * 2) + 1), ((d3 * 2) + 1))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>]
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel"]
+// CHECK-SAME:      ins(%[[XP]], %[[XP]], %[[XP]], %[[XP]] : {{.*}}) outs(%{{.*}} : tensor<1x1x3x3xf32>)
+// CHECK-NEXT:    ^{{.*}}(%[[X0:.*]]: f32, %[[X1:.*]]: f32, %[[X2:.*]]: f32, %[[X3:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[NEG:.*]] = arith.constant 0xff800000 : f32
+// CHECK-NEXT:      %[[MINUS1:.*]] = arith.constant -1.000000e+00 : f32
+// CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[X0]], %[[NEG]] : f32
+// CHECK-NEXT:      %[[NAN:.*]] = arith.cmpf uno, %[[X0]], %[[X0]] : f32
 // CHECK-NEXT:      %[[BEATS:.*]] = arith.ori %[[GT]], %[[NAN]] : i1
 // CHECK-NEXT:      %{{.*}} = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:      %[[UNSET:.*]] = arith.cmpf olt, %[[A]], %{{.*}} : f32
-// CHECK-NEXT:      %{{.*}} = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:      %[[INSIDE:.*]] = arith.cmpf ogt, %[[IN]], %{{.*}} : f32
-// CHECK-NEXT:      %[[FIRST:.*]] = arith.andi %[[UNSET]], %[[INSIDE]] : i1
+// CHECK-NEXT:      %[[UNSET:.*]] = arith.cmpf olt, %[[MINUS1]], %{{.*}} : f32
+// CHECK-NEXT:      %[[OH:.*]] = linalg.index 2 : index
+// CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-NEXT:      %[[HIN:.*]] = arith.cmpi sge, %[[OH]], %[[ONE]] : index
+// CHECK-NEXT:      %[[U1:.*]] = arith.andi %[[UNSET]], %[[HIN]] : i1
+// CHECK-NEXT:      %[[OW:.*]] = linalg.index 3 : index
+// CHECK-NEXT:      %[[ONE2:.*]] = arith.constant 1 : index
+// CHECK-NEXT:      %[[WIN:.*]] = arith.cmpi sge, %[[OW]], %[[ONE2]] : index
+// CHECK-NEXT:      %[[FIRST:.*]] = arith.andi %[[U1]], %[[WIN]] : i1
 // CHECK-NEXT:      %[[TAKE:.*]] = arith.ori %[[BEATS]], %[[FIRST]] : i1
-// CHECK-NEXT:      %[[NEWMAX:.*]] = arith.select %[[TAKE]], %[[X]], %[[RMAX]] : f32
-// CHECK-NEXT:      %[[NEWARG:.*]] = arith.select %[[TAKE]], %[[POS]], %[[A]] : f32
-// CHECK-NEXT:      linalg.yield %[[NEWMAX]], %[[NEWARG]] : f32, f32
+// CHECK-NEXT:      %[[M0:.*]] = arith.select %[[TAKE]], %[[X0]], %[[NEG]] : f32
+// CHECK-NEXT:      %[[P0:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[A0:.*]] = arith.select %[[TAKE]], %[[P0]], %[[MINUS1]] : f32
+// The last cell (kh = kw = 1) is inside whatever the output: no index test.
+// CHECK:           %[[GT3:.*]] = arith.cmpf ogt, %[[X3]], %{{.*}} : f32
+// CHECK-NEXT:      %[[NAN3:.*]] = arith.cmpf uno, %[[X3]], %[[X3]] : f32
+// CHECK-NEXT:      %[[BEATS3:.*]] = arith.ori %[[GT3]], %[[NAN3]] : i1
+// CHECK-NEXT:      %{{.*}} = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[UNSET3:.*]] = arith.cmpf olt, %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:      %[[TAKE3:.*]] = arith.ori %[[BEATS3]], %[[UNSET3]] : i1
+// CHECK-NEXT:      %{{.*}} = arith.select %[[TAKE3]], %[[X3]], %{{.*}} : f32
+// CHECK-NEXT:      %[[P3:.*]] = arith.constant 3.000000e+00 : f32
+// CHECK-NEXT:      %[[A3:.*]] = arith.select %[[TAKE3]], %[[P3]], %{{.*}} : f32
+// CHECK-NEXT:      linalg.yield %[[A3]] : f32
 // CHECK:         %[[DXP:.*]] = linalg.generic
 // CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]
 // CHECK-SAME:      ins(%[[DY:.*]], %[[ARG]], %{{.*}} : tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>, tensor<2x2xf32>) outs(%{{.*}} : tensor<1x1x6x6xf32>)
@@ -309,6 +359,50 @@ func.func @max_pool_grad(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x3x3xf32>, %dy: 
 // CHECK:         %[[DX:.*]] = linalg.generic
 // CHECK-SAME:      ins(%[[DXP]] : tensor<1x1x6x6xf32>) outs(%{{.*}} : tensor<1x1x4x4xf32>)
 // CHECK:         func.return %[[DX]] : tensor<1x1x4x4xf32>
+
+// -----
+
+// A stride-1 max_pool_grad keeps the loops: the scan over (n, c, oh, kh, kw, ow)
+// with the running max and argmax in two output-shaped tensors, a cell inside when
+// o + k >= 1 in both dims (from the loop indices). The windows overlap, so the
+// scatter is all reductions past n and c and runs kw backwards (kw' = 1 - kw, as
+// d4 * -1 + 1): an element's contributions arrive in the outputs' row-major order.
+func.func @max_pool_grad_stride1(%x: tensor<1x1x3x3xf32>, %y: tensor<1x1x4x4xf32>, %dy: tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32> {
+  %0 = frame.max_pool_grad %x, %y, %dy {kernel = array<i64: 2, 2>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1>} : (tensor<1x1x3x3xf32>, tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32>
+  func.return %0 : tensor<1x1x3x3xf32>
+}
+
+// CHECK-LABEL: func.func @max_pool_grad_stride1
+// CHECK:         %[[SCANMAX:.*]], %[[ARG:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, (d2 + d3), (d5 + d4))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>]
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: f32, %{{.*}}: f32, %[[RMAX:.*]]: f32, %[[A:.*]]: f32):
+// CHECK:           %[[UNSET:.*]] = arith.cmpf olt, %[[A]], %{{.*}} : f32
+// CHECK-NEXT:      %[[OH:.*]] = linalg.index 2 : index
+// CHECK-NEXT:      %{{.*}} = arith.constant 1 : index
+// CHECK-NEXT:      %[[OH1:.*]] = arith.muli %[[OH]], %{{.*}} : index
+// CHECK-NEXT:      %[[KH:.*]] = linalg.index 3 : index
+// CHECK-NEXT:      %[[H:.*]] = arith.addi %[[OH1]], %[[KH]] : index
+// CHECK-NEXT:      %{{.*}} = arith.constant 1 : index
+// CHECK-NEXT:      %[[HIN:.*]] = arith.cmpi sge, %[[H]], %{{.*}} : index
+// CHECK-NEXT:      %[[OW:.*]] = linalg.index 5 : index
+// CHECK:           %[[KW:.*]] = linalg.index 4 : index
+// CHECK-NEXT:      %[[W:.*]] = arith.addi %{{.*}}, %[[KW]] : index
+// CHECK-NEXT:      %{{.*}} = arith.constant 1 : index
+// CHECK-NEXT:      %[[WIN:.*]] = arith.cmpi sge, %[[W]], %{{.*}} : index
+// CHECK-NEXT:      %[[INSIDE:.*]] = arith.andi %[[HIN]], %[[WIN]] : i1
+// CHECK-NEXT:      %[[FIRST:.*]] = arith.andi %[[UNSET]], %[[INSIDE]] : i1
+// CHECK-NEXT:      %[[TAKE:.*]] = arith.ori %{{.*}}, %[[FIRST]] : i1
+// CHECK-NEXT:      %[[NEWMAX:.*]] = arith.select %[[TAKE]], %[[X]], %[[RMAX]] : f32
+// CHECK-NEXT:      %[[NEWARG:.*]] = arith.select %[[TAKE]], %{{.*}}, %[[A]] : f32
+// CHECK-NEXT:      linalg.yield %[[NEWMAX]], %[[NEWARG]] : f32, f32
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, (d2 + d3), (d5 + ((d4 * -1) + 1)))>]
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "reduction"]
+// CHECK-SAME:      ins(%{{.*}}, %[[ARG]], %{{.*}} : tensor<1x1x4x4xf32>, tensor<1x1x4x4xf32>, tensor<2x2xf32>)
+// CHECK-NEXT:    ^{{.*}}(%{{.*}}: f32, %{{.*}}: f32, %{{.*}}: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[KH2:.*]] = linalg.index 3 : index
+// CHECK-NEXT:      %[[KWR:.*]] = linalg.index 4 : index
+// CHECK-NEXT:      %[[K1:.*]] = arith.constant 1 : index
+// CHECK-NEXT:      %[[KW2:.*]] = arith.subi %[[K1]], %[[KWR]] : index
 
 // -----
 
@@ -416,7 +510,7 @@ func.func @transpose(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
 
 // -----
 
-// avg_pool with padding: a zero-padded copy, a window sum over
+// avg_pool with padding: a zero-padded copy (zero strips, then x), a window sum over
 // (n, c, oh, kh, kw, ow) reading the input at o * stride + k (the empty 2x2
 // window only bounds the k loops), then a division by the full kernel size
 // KH * KW = 4: padding cells count, as in PyTorch's count_include_pad.
@@ -427,10 +521,12 @@ func.func @avg_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32> {
 
 // CHECK-LABEL: func.func @avg_pool(
 // CHECK-SAME:    %[[X:[a-z0-9_]+]]: tensor<1x1x4x4xf32>)
-// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<1x1x6x6xf32>
-// CHECK-NEXT:    %[[PADINIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E0]] : tensor<1x1x6x6xf32>) -> tensor<1x1x6x6xf32>
-// CHECK-NEXT:    %[[XP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 + 1))>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]
+// CHECK:         %[[ROWS:.*]] = linalg.generic {{.*}} outs(%[[E0]] : tensor<1x1x6x6xf32>)
+// CHECK:           arith.constant 0.000000e+00 : f32
+// CHECK:         %[[PADINIT:.*]] = linalg.generic {{.*}} outs(%[[ROWS]] : tensor<1x1x6x6xf32>)
+// CHECK:           arith.constant 0.000000e+00 : f32
+// CHECK:         %[[XP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 + 1))>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]
 // CHECK-SAME:      ins(%[[X]] : tensor<1x1x4x4xf32>) outs(%[[PADINIT]] : tensor<1x1x6x6xf32>)
 // CHECK:         %[[ACCINIT:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x1x3x3xf32>) -> tensor<1x1x3x3xf32>
 // CHECK-NEXT:    %[[WIN:.*]] = tensor.empty() : tensor<2x2xf32>
@@ -455,8 +551,10 @@ func.func @avg_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32> {
 
 // avg_pool_grad: each dy / (KH * KW) is added at every cell of its window of the
 // zero-filled padded gradient (the pool's input map is now the output map), and
-// the padding is cropped off. Stride 1: the windows overlap, so the loops stay
-// (n, c, oh, ow, kh, kw) and each cell's contributions add up in that order.
+// the padding is cropped off. Stride 1: the windows overlap, so the loops are
+// (n, c, oh, kh, kw', ow) with kw' = KW - 1 - kw (the last window dim backwards):
+// each cell's contributions still add up in the row-major order of the outputs,
+// and the innermost loop walks a row of dy.
 func.func @avg_pool_grad(%dy: tensor<1x1x5x5xf32>) -> tensor<1x1x4x4xf32> {
   %0 = frame.avg_pool_grad %dy {kernel = array<i64: 2, 2>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1>} : (tensor<1x1x5x5xf32>) -> tensor<1x1x4x4xf32>
   func.return %0 : tensor<1x1x4x4xf32>
@@ -468,7 +566,7 @@ func.func @avg_pool_grad(%dy: tensor<1x1x5x5xf32>) -> tensor<1x1x4x4xf32> {
 // CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:    %[[E0:.*]] = tensor.empty() : tensor<1x1x6x6xf32>
 // CHECK-NEXT:    %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E0]] : tensor<1x1x6x6xf32>) -> tensor<1x1x6x6xf32>
-// CHECK-NEXT:    %[[DXP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, (d2 + d4), (d3 + d5))>]
+// CHECK-NEXT:    %[[DXP:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, (d2 + d3), (d5 + ((d4 * -1) + 1)))>]
 // Windows may overlap: only n and c are parallel, the scatter dims are reductions.
 // CHECK-SAME:      iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "reduction"]
 // CHECK-SAME:      doc = "frame.avg_pool_grad"}

@@ -158,13 +158,16 @@ def _selection_module(shape: tuple[int, ...], pool: Callable[[Graph, SSAValue], 
                           options=CompileOptions(threads=1), cache=None), ys
 
 
-@pytest.mark.parametrize("kind", ["ceil_2d", "ceil_1d_past_padding", "global_2d", "global_1d"])
+@pytest.mark.parametrize("kind", ["ceil_2d", "ceil_1d_past_padding", "overlapping_3x3_s2",
+                                  "stride1_padded", "global_2d", "global_1d"])
 def test_max_selections_match_torch_bitwise(kind: str) -> None:
     """max_pool with ceil_mode and the global max pool only select values, and their
     gradients only route dy: torch's float32 results are exact, ours must be the same
     bits on NaN, +-inf, +-0.0, denormals and ties (a window holding a NaN is NaN and
     sends dy to its last NaN; of tied maxima the first takes dy; an all -inf window
-    sends dy to its first cell inside the input)."""
+    sends dy to its first cell inside the input), where windows overlap (an element's
+    contributions added in torch's order) and where they do not, through both forms of
+    the scan (a generic per window cell, and loops over the window)."""
     shape, pool, ref, full = {
         "ceil_2d": ((2, 3, 7, 6), lambda g, x: g.emit(frame.MaxPoolOp(x, [3, 2], [2, 2], [1, 1],
                                                                       True)),
@@ -172,6 +175,15 @@ def test_max_selections_match_torch_bitwise(kind: str) -> None:
         "ceil_1d_past_padding": ((3, 2, 9), lambda g, x: g.emit(frame.MaxPoolOp(x, [3], [2], [1],
                                                                                 True)),
                                  lambda t: F.max_pool1d(t, 3, 2, 1, ceil_mode=True), False),
+        # ResNet's pool: overlapping windows, the same padding on both sides of each dim
+        # (one generic writes both -inf strips), odd and even sizes.
+        "overlapping_3x3_s2": ((2, 3, 9, 8), lambda g, x: g.emit(frame.MaxPoolOp(
+            x, [3, 3], [2, 2], [1, 1])), lambda t: F.max_pool2d(t, 3, 2, 1), False),
+        # Stride 1 keeps the loops over the window (the others above are one generic
+        # over the outputs, a cell per operand): overlapping, padded, the scatter's
+        # last window dim run backwards.
+        "stride1_padded": ((2, 3, 6, 5), lambda g, x: g.emit(frame.MaxPoolOp(
+            x, [3, 2], [1, 1], [1, 1])), lambda t: F.max_pool2d(t, (3, 2), 1, 1), False),
         "global_2d": ((2, 3, 4, 5), lambda g, x: g.emit(frame.GlobalMaxPoolOp(x)),
                       lambda t: F.adaptive_max_pool2d(t, 1), True),
         "global_1d": ((3, 4, 6), lambda g, x: g.emit(frame.GlobalMaxPoolOp(x)),
