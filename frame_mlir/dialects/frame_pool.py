@@ -663,8 +663,11 @@ def _lower_max_pool_grad(lw: Any, op: Any) -> SSAValue:
         dy, arg, dx = a[0], a[1], a[3]
         hit = b.insert(arith.CmpfOp(_window_position(b, sc, kernel), arg, "oeq")
                        ).result
-        added = b.insert(arith.AddfOp(dx, dy)).result
-        return b.insert(arith.SelectOp(hit, added, dx)).result
+        # dx + (hit ? dy : -0.0), not hit ? dx + dy : dx: the same bits (-0.0 is the
+        # identity of +, signed zeros and NaN included), but no store of
+        # select(hit, _, load), which x86 AVX2 code makes a slow vmaskmovps.
+        share = b.insert(arith.SelectOp(hit, dy, _f32(b, -0.0))).result
+        return b.insert(arith.AddfOp(dx, share)).result
 
     dxp = lw.generic([op.dy, argmax, window], lw.filled(TensorType(f32, padded), 0.0),
                      [sc.y_map, sc.y_map, sc.w_map, sc.x_map], sc.iterators, scatter)

@@ -289,7 +289,9 @@ func.func @max_pool_stride1(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32> {
 // max_pool_grad with padding: the input padded with -inf; a scan records per window
 // the row-major position of the argmax as PyTorch does (initially -1; the first
 // cell past the left padding if nothing beats -inf); a second generic adds dy at
-// that position; the padding is cropped off. The scan is one generic over the
+// that position (dx + (hit ? dy : -0.0): -0.0 adds nothing, and a store of
+// select(hit, dx + dy, dx) would be a masked store on AVX2); the padding is cropped
+// off. The scan is one generic over the
 // outputs, a window cell per operand, kept in registers; a cell before the left
 // padding's end (kh = 0 or kw = 0 here: 2 o + 0 >= 1 iff o >= 1) counts as inside
 // only where its output index says so. The scatter loops over (n, c, oh, kh, kw, ow);
@@ -353,8 +355,9 @@ func.func @max_pool_grad(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x3x3xf32>, %dy: 
 // CHECK-NEXT:    ^{{.*}}(%[[G:.*]]: f32, %[[AA:.*]]: f32, %{{.*}}: f32, %[[ACC:.*]]: f32):
 // CHECK:           %[[P:.*]] = arith.sitofp %{{.*}} : i64 to f32
 // CHECK-NEXT:      %[[HIT:.*]] = arith.cmpf oeq, %[[P]], %[[AA]] : f32
-// CHECK-NEXT:      %[[SUM:.*]] = arith.addf %[[ACC]], %[[G]] : f32
-// CHECK-NEXT:      %[[NEW:.*]] = arith.select %[[HIT]], %[[SUM]], %[[ACC]] : f32
+// CHECK-NEXT:      %[[NZ:.*]] = arith.constant -0.000000e+00 : f32
+// CHECK-NEXT:      %[[SHARE:.*]] = arith.select %[[HIT]], %[[G]], %[[NZ]] : f32
+// CHECK-NEXT:      %[[NEW:.*]] = arith.addf %[[ACC]], %[[SHARE]] : f32
 // CHECK-NEXT:      linalg.yield %[[NEW]] : f32
 // CHECK:         %[[DX:.*]] = linalg.generic
 // CHECK-SAME:      ins(%[[DXP]] : tensor<1x1x6x6xf32>) outs(%{{.*}} : tensor<1x1x4x4xf32>)
