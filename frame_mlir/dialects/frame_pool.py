@@ -464,8 +464,8 @@ def _cells(rank: int, kernel: Sequence[int], stride: Sequence[int]
     The scan then keeps its running max (and argmax) in registers and stores once per
     output. As loops over the window (`_pool_space`) every cell loaded and stored the
     running value, a store of `select(take, x, load)`, which LLVM's x86 backend turns
-    into a masked store -- on AVX2 hosts `vmaskmovps`, microcoded and slow on AMD: 2.5x
-    on ResNet-18's max pool and its gradient on Zen 3."""
+    into a masked store -- on AVX2 hosts `vmaskmovps`, microcoded and slow on AMD (on
+    Zen 3, ResNet-18's max pool 10.9 -> 3.4 ms, its gradient's scan 23.6 -> 9.6)."""
     if prod(kernel) > UNROLLED_WINDOW_CELLS or any(st < 2 for st in stride):
         return None
     d = [AffineExpr.dimension(i) for i in range(rank)]
@@ -654,7 +654,7 @@ def _lower_max_pool_grad(lw: Any, op: Any) -> SSAValue:
     if cells is not None:
         argmax = lw.generic([xp] * len(cells), lw.empty(TensorType(f32, y_shape)),
                             [m for _, m in cells] + [identity_map(rank)], [PAR] * rank,
-                            lambda b, a: _unrolled_argmax(b, a, cells, kernel, stride, pad))
+                            lambda b, a: _unrolled_argmax(b, a, cells, stride, pad))
     else:
         argmax = _looped_argmax(lw, xp, y_shape, kernel, stride, pad)
     sc = _pool_space(rank, kernel, stride, scatter=True)
@@ -676,8 +676,7 @@ def _lower_max_pool_grad(lw: Any, op: Any) -> SSAValue:
 
 def _unrolled_argmax(b: Builder, a: Sequence[SSAValue],
                      cells: Sequence[tuple[tuple[int, ...], AffineMapAttr]],
-                     kernel: Sequence[int], stride: Sequence[int], pad: Sequence[int]
-                     ) -> SSAValue:
+                     stride: Sequence[int], pad: Sequence[int]) -> SSAValue:
     """The max-pool gradient's scan over one window whose cells are the operands `a`
     (row-major), in registers: the argmax's row-major position as an f32. A cell k
     lies past the left padding of dim i where `out * stride + k >= pad`, i.e. always
