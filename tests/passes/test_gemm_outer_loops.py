@@ -197,26 +197,31 @@ def test_columns_span_the_batch_when_that_saves_column_vectors(size: int, spans:
 
 def test_gathered_columns_split_over_rows_when_their_panels_are_uneven(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """7 x 7 images over the batch of 8 are 392 gathered columns: six 64-wide panels and
-    one of 8, so two tasks over columns would get 4 and 3 panels (65 % of the work on
-    one). The input gradient's GEMM (144 rows: 24 panels of 6) splits over rows
-    instead, each task copying its rows of the gathered C back (the bits are
-    `test_conv_through_the_gemm_is_bit_identical_to_the_plain_loops`' 7 x 7 case at 2
-    threads)."""
-    splits: list[tuple[int, int, bool, frame_gemm._Split]] = []
+    """7 x 7 images over the batch of 8 are 392 gathered columns. With an AVX-512 host's
+    64-wide column panels that is six panels and one of 8, so two tasks over columns
+    would get 4 and 3 panels (65 % of the work on one): the input gradient's GEMM (144
+    rows) splits over rows instead, each task copying its rows of the gathered C back
+    (the bits are `test_conv_through_the_gemm_is_bit_identical_to_the_plain_loops`' 7 x 7
+    case at 2 threads). With AVX2's 16-wide panels the same columns are 25 panels, 13 +
+    12, even enough to stay split over columns. Both blockings are asked of the
+    contraction this host's compile built, whatever its own vector width."""
+    seen: list[tuple[frame_gemm.Contraction, frame_gemm.Blocking, frame_gemm._Split]] = []
     choose = frame_gemm._task_split
 
     def record(g: frame_gemm.Contraction, blk: frame_gemm.Blocking, threads: int
                ) -> frame_gemm._Split:
         split = choose(g, blk, threads)
-        splits.append((g.m, g.n, g.gather is not None, split))
+        seen.append((g, blk, split))
         return split
 
     monkeypatch.setattr(frame_gemm, "_task_split", record)
     _compile(7, True, threads=2, **SMALL)
-    [(m, n, split)] = [(m, n, s) for m, n, gathered, s in splits if gathered and m > 100]
-    assert (m, n) == (CIN * 9, BATCH * 49), splits
-    assert split.rows and split.tasks == 2, split
+    [(g, blk)] = [(g, b) for g, b, _ in seen if g.gather is not None and g.m > 100]
+    assert (g.m, g.n) == (CIN * 9, BATCH * 49), seen
+    wide = choose(g, dataclasses.replace(blk, lanes=16, nv=4, mr=6), 2)
+    assert wide.rows and wide.tasks == 2, wide
+    narrow = choose(g, dataclasses.replace(blk, lanes=8, nv=2, mr=8), 2)
+    assert not narrow.rows and not narrow.outer and narrow.tasks == 2, narrow
 
 
 def test_few_column_weights_are_read_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
