@@ -31,7 +31,7 @@ from typing import Any
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType, f32, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType, f32, f64, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
@@ -558,23 +558,33 @@ def _channel_reduce(lw: Any, inputs: Sequence[SSAValue], rows: Sequence[SSAValue
                     axis: int, n_out: int,
                     body: Callable[[Builder, Sequence[SSAValue]], list[SSAValue]]
                     ) -> list[SSAValue]:
-    """`n_out` f32 [C] sums over the non-channel dims of same-shaped `inputs`, reading
-    the [C] tensors `rows` per channel; `body` gets the elements, the row values and the
-    accumulators and returns the new accumulators.
+    """`n_out` f64 [C] sums over the non-channel dims of same-shaped `inputs`, reading
+    the f32 [C] tensors `rows` per channel; `body` gets the elements and the row values
+    (f32) and the accumulators and returns the new accumulators (`_accumulate`: f32 for
+    the partials below, f64 for the sums).
 
     With the channel before the last dim (NCHW), one running sum per channel would be a
     chain of N*H*W dependent adds (4 cycles each: batch norm's passes took ~10% of
     ResNet-18's step), and splitting it into vector lanes reassociates the sum, in an
     order only LLVM's vectorizer knows: the emitted C++ could not give the same bits.
     So, as `frame_reduce._column_sum` does, each column w of the last dim keeps its own
-    partial, `partial[c, w] += x[n, c, h, w]` over the other dims in row-major order
+    f32 partial, `partial[c, w] += x[n, c, h, w]` over the other dims in row-major order
     (the innermost loop parallel: contiguous loads, a vector lane per column, a row of
     partials that stays in L1), and then `sum[c] = ((partial[c, 0] + partial[c, 1]) +
-    ...)`. The order depends on the shape alone: the same bits on every backend,
-    vector width and thread count (the channel loop leads; the threads split it)."""
+    ...)` in f64. The order depends on the shape alone: the same bits on every backend,
+    vector width and thread count (the channel loop leads; the threads split it).
+
+    Why f64 for the sums: PyTorch's CPU batch norm accumulates its statistics in double
+    (`acc_type<float, false>`; its batch mean of 1e8, 4096 ones and -1e8 is exactly
+    0.5). With an f32 sum of the partials (a chain of up to PARTIALS_MAX adds) the
+    statistics at 32 x 32 images had 5x PyTorch's error (2.2e-7 vs 4.1e-8), enough to
+    move relu6 inputs within rounding of a kink to the other side (docs/numerics.md).
+    The partials stay f32: each adds the batch and the rows above the columns (N terms
+    where H*W <= PARTIALS_MAX, N*H otherwise), and f64 partials made batch norm's passes
+    20-50 % slower (the conversions, and twice the partial loads and stores)."""
     shape = list(_frame.static_shape(inputs[0]) or ())
     rank = len(shape)
-    c_type = _frame.tensor_type([shape[axis]])
+    c_type = _frame.tensor_type([shape[axis]], f64)
     last = rank - 1
     others = [d for d in range(rank) if d not in (axis, last)]
     if axis == last or not others:
@@ -625,8 +635,19 @@ def _generic_n(lw: Any, inputs: Sequence[SSAValue], inits: Sequence[SSAValue],
 
 
 def _accumulate(b: Builder, acc: SSAValue, value: SSAValue) -> SSAValue:
-    """acc + value, in the order the loops give (see `_channel_reduce`)."""
+    """acc + value in acc's type (an f32 value widened for an f64 acc), in the order the
+    loops give (see `_channel_reduce`)."""
+    if value.type != acc.type:
+        value = b.insert(arith.ExtFOp(value, f64)).result
     return _bin(b, arith.AddfOp, acc, value)
+
+
+def _f64(b: Builder, value: float) -> SSAValue:
+    return b.insert(arith.ConstantOp(FloatAttr(value, f64))).result
+
+
+def _to_f32(b: Builder, value: SSAValue) -> SSAValue:
+    return b.insert(arith.TruncFOp(value, f32)).result
 
 
 def _per_channel(lw: Any, inputs: Sequence[SSAValue], typ: TensorType,
@@ -642,8 +663,8 @@ def _count(x: SSAValue, axis: int) -> int:
 
 
 def _batch_stats(lw: Any, x: SSAValue, axis: int) -> tuple[SSAValue, SSAValue]:
-    """Per channel: the mean and the sum of squared deviations from it (f32 [C]; two
-    passes, each in index order). Once per x and axis in a block (`Lowerer.reuse`): the
+    """Per channel: the mean (f32 [C]: the f64 sum / n, rounded once) and the sum of
+    squared deviations from it (f64 [C]; two passes, each in index order). Once per x and axis in a block (`Lowerer.reuse`): the
     forward, both running statistics and the gradients read the same two passes."""
     return lw.reuse(("batch_stats", x, axis), lambda: _batch_stats_passes(lw, x, axis))
 
@@ -653,9 +674,11 @@ def _batch_stats_passes(lw: Any, x: SSAValue, axis: int) -> tuple[SSAValue, SSAV
     c_type = _frame.tensor_type([(_frame.static_shape(x) or ())[axis]])
     (total,) = _channel_reduce(lw, [x], [], axis, 1,
                                lambda b, a: [_accumulate(b, a[1], a[0])])
-    mean = _per_channel(lw, [total], c_type, lambda b, a: _bin(b, arith.DivfOp, a[0], _c(b, n)))
+    mean = _per_channel(lw, [total], c_type,
+                        lambda b, a: _to_f32(b, _bin(b, arith.DivfOp, a[0], _f64(b, n))))
 
     def sq(b: Builder, a: Sequence[SSAValue]) -> list[SSAValue]:
+        # torch: `_var_sum += (x - mean) * (x - mean)`, the square in f32, the sum f64.
         dev = _bin(b, arith.SubfOp, a[0], a[1])
         return [_accumulate(b, a[2], _bin(b, arith.MulfOp, dev, dev))]
     (ss,) = _channel_reduce(lw, [x], [mean], axis, 1, sq)
@@ -663,19 +686,21 @@ def _batch_stats_passes(lw: Any, x: SSAValue, axis: int) -> tuple[SSAValue, SSAV
 
 
 def _rstd_of(b: Builder, var: SSAValue, eps: float) -> SSAValue:
-    """1 / sqrt(var + eps)."""
-    root = b.insert(math.SqrtOp(_bin(b, arith.AddfOp, var, _c(b, eps)))).result
-    return _bin(b, arith.DivfOp, _c(b, 1.0), root)
+    """1 / sqrt(var + eps), in var's type (f32 or f64)."""
+    const = _f64 if var.type == f64 else _c
+    root = b.insert(math.SqrtOp(_bin(b, arith.AddfOp, var, const(b, eps)))).result
+    return _bin(b, arith.DivfOp, const(b, 1.0), root)
 
 
 def _batch_mean_rstd(lw: Any, x: SSAValue, axis: int, eps: float
                      ) -> tuple[SSAValue, SSAValue]:
-    """Per channel: the batch mean and rstd = 1 / sqrt(biased var + eps), f32 [C]."""
+    """Per channel: the batch mean and rstd = 1 / sqrt(biased var + eps), f32 [C] (rstd
+    computed in f64 from the f64 sum of squares, rounded once)."""
     mean, ss = _batch_stats(lw, x, axis)
     n = float(_count(x, axis))
     rstd = lw.reuse(("batch_rstd", ss, eps), lambda: _per_channel(
         lw, [ss], mean.type,
-        lambda b, a: _rstd_of(b, _bin(b, arith.DivfOp, a[0], _c(b, n)), eps)))
+        lambda b, a: _to_f32(b, _rstd_of(b, _bin(b, arith.DivfOp, a[0], _f64(b, n)), eps))))
     return mean, rstd
 
 
@@ -720,10 +745,12 @@ def _lower_batch_norm_stats(lw: Any, op: Any) -> SSAValue:
     x, axis = op.input, op.axis_value()
     m = op.momentum.value.data
     mean, ss = _batch_stats(lw, x, axis)
-    stat, scale = (mean, 1.0) if op.which.data == "mean" else (ss, float(_count(x, axis) - 1))
+    is_mean = op.which.data == "mean"
+    stat, scale = (mean, 1.0) if is_mean else (ss, float(_count(x, axis) - 1))
 
     def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
-        s = a[0] if scale == 1.0 else _bin(b, arith.DivfOp, a[0], _c(b, scale))
+        # The variance: the f64 sum of squares / (n - 1), rounded to f32 once.
+        s = a[0] if is_mean else _to_f32(b, _bin(b, arith.DivfOp, a[0], _f64(b, scale)))
         new = _bin(b, arith.MulfOp, _c(b, m), s)
         old = _bin(b, arith.MulfOp, _c(b, 1.0 - m), a[1])
         return _bin(b, arith.AddfOp, new, old)
@@ -758,20 +785,27 @@ def _bn_backward(lw: Any, op: Any, mean: SSAValue, rstd: SSAValue,
     # One pass for both gradients (dx's lowering and dgamma's share it, `Lowerer.reuse`).
     acc = lw.reuse(("bn_sums", x, dy, mean, axis),
                    lambda: _channel_reduce(lw, [x, dy], [mean], axis, 2, sums))
+    # The sums are f64 (`_channel_reduce`), rounded to f32 once per channel; the rest is
+    # f32 arithmetic, as torch's (`(scalar_t) dotp * invstd * invstd / N`).
     if wrt == 1:
         return _per_channel(lw, [acc[0], rstd], typ,
-                            lambda b, a: _bin(b, arith.MulfOp, a[0], a[1]))
-    dotp, sdy = acc
+                            lambda b, a: _bin(b, arith.MulfOp, _to_f32(b, a[0]), a[1]))
+    c_type = rstd.type
+    assert isinstance(c_type, TensorType)
+    # Per channel: k = dotp * rstd^2 / n (the weight of x - mean) and sum(dy) / n.
+    k, mean_dy = lw.generic_multi(
+        [acc[0], acc[1], rstd], [lw.empty(c_type), lw.empty(c_type)],
+        [identity_map(1)] * 5, [PAR],
+        lambda b, a: [_bin(b, arith.DivfOp, _bin(b, arith.MulfOp, _bin(
+            b, arith.MulfOp, _to_f32(b, a[0]), a[2]), a[2]), _c(b, n)),
+            _bin(b, arith.DivfOp, _to_f32(b, a[1]), _c(b, n))])
 
     def body(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
-        xv, dyv, g, mv, rs, dp, sd = a[:7]
-        k = _bin(b, arith.DivfOp, _bin(b, arith.MulfOp, _bin(b, arith.MulfOp, dp, rs), rs),
-                 _c(b, n))
-        proj = _bin(b, arith.MulfOp, _bin(b, arith.SubfOp, xv, mv), k)
-        centered = _bin(b, arith.SubfOp, _bin(b, arith.SubfOp, dyv,
-                                              _bin(b, arith.DivfOp, sd, _c(b, n))), proj)
+        xv, dyv, g, mv, rs, kv, md = a[:7]
+        proj = _bin(b, arith.MulfOp, _bin(b, arith.SubfOp, xv, mv), kv)
+        centered = _bin(b, arith.SubfOp, _bin(b, arith.SubfOp, dyv, md), proj)
         return _bin(b, arith.MulfOp, _bin(b, arith.MulfOp, centered, rs), g)
-    return lw.generic([x, dy, gamma, mean, rstd, dotp, sdy], lw.empty(typ),
+    return lw.generic([x, dy, gamma, mean, rstd, k, mean_dy], lw.empty(typ),
                       [identity_map(rank), identity_map(rank), ch, ch, ch, ch, ch,
                        identity_map(rank)], [PAR] * rank, body)
 

@@ -98,7 +98,7 @@ class Lowerer:
         args = [b.insert(arith.ExtFOp(a, f32)).result if a.type in HALF_TYPES else a
                 for a in block.args]
         result = body(b, args)
-        if elems[-1] != f32:
+        if elems[-1] in HALF_TYPES:
             result = b.insert(arith.TruncFOp(result, elems[-1])).result
         b.insert(linalg.YieldOp(result))
         # `doc` records which frame op this kernel implements, for kernel names
@@ -112,14 +112,15 @@ class Lowerer:
                       iterators: Sequence[linalg_attrs.IteratorTypeAttr],
                       body: Callable[[Builder, Sequence[SSAValue]], list[SSAValue]]
                       ) -> list[SSAValue]:
-        """A generic with several outputs (f32 arithmetic, like `generic`)."""
+        """A generic with several outputs (f32 arithmetic for 16-bit storage, like
+        `generic`; f64 operands, such as accumulators, stay f64)."""
         elems = [frame.element_type(v) for v in (*inputs, *inits)]
         block = Block(arg_types=elems)
         b = Builder(InsertPoint.at_end(block))
-        args = [b.insert(arith.ExtFOp(a, f32)).result if a.type != f32 else a
+        args = [b.insert(arith.ExtFOp(a, f32)).result if a.type in HALF_TYPES else a
                 for a in block.args]
         results = body(b, args)
-        results = [b.insert(arith.TruncFOp(r, e)).result if e != f32 else r
+        results = [b.insert(arith.TruncFOp(r, e)).result if e in HALF_TYPES else r
                    for r, e in zip(results, elems[len(inputs):], strict=True)]
         b.insert(linalg.YieldOp(*results))
         op = linalg.GenericOp(list(inputs), list(inits), Region(block), list(maps),

@@ -48,7 +48,9 @@ func.func @dg(%x: tensor<3x8xf32>, %g: tensor<8xf32>, %dy: tensor<3x8xf32>) -> t
 // channel loop first (parallel), n summed in order and l innermost (parallel: it
 // vectorizes without reassociating), then each row of partials in order; the mean, the
 // squared deviations the same way, rstd; then the elementwise
-// (x - mean) * rstd * gamma + beta reading the [C] tensors at d1.
+// (x - mean) * rstd * gamma + beta reading the [C] tensors at d1. The partials are f32,
+// their per-channel sums f64 (torch's CPU batch norm accumulates in double), rounded to
+// f32 once per channel.
 func.func @bn(%x: tensor<2x3x4xf32> {frame.param = "x"}, %g: tensor<3xf32> {frame.param = "g"}, %b: tensor<3xf32> {frame.param = "b"}) -> tensor<f32> {
   %y = frame.batch_norm %x, %g, %b {axis = 1 : i64, eps = 1.0e-05 : f32} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
   %l = frame.sum %y : (tensor<2x3x4xf32>) -> tensor<f32>
@@ -57,14 +59,24 @@ func.func @bn(%x: tensor<2x3x4xf32> {frame.param = "x"}, %g: tensor<3xf32> {fram
 
 // CHECK-LABEL: func.func @bn
 // CHECK:         %[[PSUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.batch_norm"} ins(%x : tensor<2x3x4xf32>) outs(%{{.*}} : tensor<3x4xf32>)
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT:      arith.addf %[[ACC]], %[[X]] : f32
 // CHECK-NOT:       fastmath
-// CHECK:         %[[SUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"], doc = "frame.batch_norm"} ins(%[[PSUM]] : tensor<3x4xf32>)
-// CHECK:         %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<3xf32>)
-// CHECK:           arith.divf
-// CHECK:         %[[PSS:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0, d2)>, affine_map<(d0, d1, d2) -> (d0)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.batch_norm"} ins(%x, %[[MEAN]] : tensor<2x3x4xf32>, tensor<3xf32>)
-// CHECK:         %[[SS:.*]] = linalg.generic {{.*}} ins(%[[PSS]] : tensor<3x4xf32>)
-// CHECK:         %[[RSTD:.*]] = linalg.generic {{.*}} ins(%[[SS]] : tensor<3xf32>)
-// CHECK:           math.sqrt
+// CHECK:         %[[SUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"], doc = "frame.batch_norm"} ins(%[[PSUM]] : tensor<3x4xf32>) outs(%{{.*}} : tensor<3xf64>)
+// CHECK-NEXT:    ^bb0(%[[P:.*]]: f32, %[[S:.*]]: f64):
+// CHECK-NEXT:      %[[WP:.*]] = arith.extf %[[P]] : f32 to f64
+// CHECK-NEXT:      arith.addf %[[S]], %[[WP]] : f64
+// CHECK:         %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<3xf64>) outs(%{{.*}} : tensor<3xf32>)
+// CHECK:           arith.divf %{{.*}}, %{{.*}} : f64
+// CHECK-NEXT:      arith.truncf %{{.*}} : f64 to f32
+// CHECK:         %[[PSS:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0, d2)>, affine_map<(d0, d1, d2) -> (d0)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.batch_norm"} ins(%x, %[[MEAN]] : tensor<2x3x4xf32>, tensor<3xf32>) outs(%{{.*}} : tensor<3x4xf32>)
+// CHECK:           %[[DEV:.*]] = arith.subf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:      %[[SQ:.*]] = arith.mulf %[[DEV]], %[[DEV]] : f32
+// CHECK-NEXT:      arith.addf %{{.*}}, %[[SQ]] : f32
+// CHECK:         %[[SS:.*]] = linalg.generic {{.*}} ins(%[[PSS]] : tensor<3x4xf32>) outs(%{{.*}} : tensor<3xf64>)
+// CHECK:         %[[RSTD:.*]] = linalg.generic {{.*}} ins(%[[SS]] : tensor<3xf64>) outs(%{{.*}} : tensor<3xf32>)
+// CHECK:           math.sqrt %{{.*}} : f64
+// CHECK:           arith.truncf %{{.*}} : f64 to f32
 // CHECK:         %y = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"], doc = "frame.batch_norm"} ins(%x, %g, %b, %[[MEAN]], %[[RSTD]] :
 
 // The VJP: batch_norm_grad for x (wrt 0) and gamma (wrt 1), a sum of dy over the
@@ -87,8 +99,8 @@ func.func @bn_stats(%x: tensor<6x3xf32>, %r: tensor<3xf32>) -> tensor<3xf32> {
 }
 
 // CHECK-LABEL: func.func @bn_stats
-// CHECK:         %[[SUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"], doc = "frame.batch_norm_stats"}
-// CHECK:         %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<3xf32>)
+// CHECK:         %[[SUM:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"], doc = "frame.batch_norm_stats"} ins(%x : tensor<6x3xf32>) outs(%{{.*}} : tensor<3xf64>)
+// CHECK:         %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<3xf64>) outs(%{{.*}} : tensor<3xf32>)
 // CHECK:         %m = linalg.generic {{.*}} ins(%[[MEAN]] : tensor<3xf32>) outs(%r : tensor<3xf32>)
 // CHECK-NEXT:    ^bb0(%[[S:.*]]: f32, %[[OLD:.*]]: f32):
 // CHECK-NEXT:      %[[M:.*]] = arith.constant 2.500000e-01 : f32
@@ -96,6 +108,27 @@ func.func @bn_stats(%x: tensor<6x3xf32>, %r: tensor<3xf32>) -> tensor<3xf32> {
 // CHECK-NEXT:      %[[K:.*]] = arith.constant 7.500000e-01 : f32
 // CHECK-NEXT:      %[[KEEP:.*]] = arith.mulf %[[K]], %[[OLD]] : f32
 // CHECK-NEXT:      arith.addf %[[NEW]], %[[KEEP]] : f32
+
+// -----
+
+// The gradient for x: one pass of f32 partial sums of (x - mean) * dy and dy, each
+// channel's partials summed in order in f64, then per channel (in f32, as torch) the weight
+// k = dotp * rstd^2 / n of x - mean and sum(dy) / n; then the elementwise
+// (dy - sum(dy) / n - (x - mean) * k) * rstd * gamma.
+func.func @bn_dx(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>, %dy: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %r = frame.batch_norm_grad %x, %g, %dy {axis = 1 : i64, eps = 1.0e-05 : f32, wrt = 0 : i64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  func.return %r : tensor<2x3x4xf32>
+}
+
+// CHECK-LABEL: func.func @bn_dx
+// CHECK:         %[[MEAN:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<3xf32>)
+// CHECK:           arith.truncf %{{.*}} : f64 to f32
+// CHECK:         %[[RSTD:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<3xf32>)
+// CHECK:           math.sqrt %{{.*}} : f64
+// CHECK:         %[[PDOT:.*]], %[[PDY:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.batch_norm_grad"} ins(%x, %dy, %[[MEAN]] : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<3xf32>) outs(%{{.*}}, %{{.*}} : tensor<3x4xf32>, tensor<3x4xf32>)
+// CHECK:         %[[DOT:.*]], %[[SDY:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"], doc = "frame.batch_norm_grad"} ins(%[[PDOT]], %[[PDY]] : tensor<3x4xf32>, tensor<3x4xf32>) outs(%{{.*}}, %{{.*}} : tensor<3xf64>, tensor<3xf64>)
+// CHECK:         %[[K:.*]], %[[MDY:.*]] = linalg.generic {{.*}} ins(%[[DOT]], %[[SDY]], %[[RSTD]] : tensor<3xf64>, tensor<3xf64>, tensor<3xf32>) outs(%{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>)
+// CHECK:         %r = linalg.generic {{.*}} ins(%x, %dy, %g, %[[MEAN]], %[[RSTD]], %[[K]], %[[MDY]] :
 
 // -----
 
