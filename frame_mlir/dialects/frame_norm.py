@@ -664,8 +664,9 @@ def _count(x: SSAValue, axis: int) -> int:
 
 def _batch_stats(lw: Any, x: SSAValue, axis: int) -> tuple[SSAValue, SSAValue]:
     """Per channel: the mean (f32 [C]: the f64 sum / n, rounded once) and the sum of
-    squared deviations from it (f64 [C]; two passes, each in index order). Once per x and axis in a block (`Lowerer.reuse`): the
-    forward, both running statistics and the gradients read the same two passes."""
+    squared deviations from it (f64 [C]; two passes, each in index order). Once per x
+    and axis in a block (`Lowerer.reuse`): the forward, both running statistics and the
+    gradients read the same two passes."""
     return lw.reuse(("batch_stats", x, axis), lambda: _batch_stats_passes(lw, x, axis))
 
 
