@@ -679,7 +679,8 @@ def _batch_stats_passes(lw: Any, x: SSAValue, axis: int) -> tuple[SSAValue, SSAV
                         lambda b, a: _to_f32(b, _bin(b, arith.DivfOp, a[0], _f64(b, n))))
 
     def sq(b: Builder, a: Sequence[SSAValue]) -> list[SSAValue]:
-        # torch: `_var_sum += (x - mean) * (x - mean)`, the square in f32, the sum f64.
+        # torch: `_var_sum += (x - mean) * (x - mean)`, the square in f32 (then summed as
+        # every channel sum is: f32 partials, f64 across them).
         dev = _bin(b, arith.SubfOp, a[0], a[1])
         return [_accumulate(b, a[2], _bin(b, arith.MulfOp, dev, dev))]
     (ss,) = _channel_reduce(lw, [x], [mean], axis, 1, sq)
