@@ -20,14 +20,19 @@ epilogue if its kernel is one elementwise generic over C's shape that
   - can move up to the GEMM: none of the calls in between touches its output or
     writes what it reads.
 
-The chain grows until a call touches the written buffers without qualifying. The GEMM
-call and its epilogue calls are replaced by one call of a new kernel
+A call that touches the written buffers without qualifying stays where it is, and the
+walk goes on past it (up to `PASSED_MAX` of them, then stops): a later consumer still
+joins if it can move up past the calls it passed as well -- a layer's bias update
+reading the gradient that the next layer's input-gradient GEMM made, after the weight-
+gradient GEMM read it. The GEMM call and its epilogue calls are replaced by one call of
+a new kernel
 `@<gemm kernel>_<epilogue names>` whose body is the contraction generic followed by the
 epilogue generics, on the union of their arguments; `frame-gemm` then runs the epilogue
 per tile after the tile's last k block. Kernels no longer called are erased.
 When C is an arena temporary that starts from a zero fill and nothing reads it after
-the epilogue, the fill and the GEMM write the last epilogue call's output instead and
-the epilogue runs in place there (`_store_c_in_output`): C is not stored twice.
+the epilogue, the fill and the GEMM write the output of the last epilogue call that
+writes one without reading it instead, and the epilogue runs in place there
+(`_store_c_in_output`): C is not stored twice.
 When C is such a temporary but the epilogue cannot take its place (the last op reads its
 own output: a weight's SGD update in place), the fused kernel is marked `frame.c_dead`
 (`C_DEAD_ATTR`): frame-gemm may keep each tile of C in its scratch and never store C.
@@ -284,6 +289,13 @@ def _suffix(name: str) -> str:
     return match.group(1) if match else name
 
 
+PASSED_MAX = 16
+"""Calls touching what an epilogue writes that its walk passes over without them joining
+(see `_fuse_at`): a bound on the walk's cost (each is an epilogue check) in a train
+step of thousands of calls. A transformer block's first FFN bias update comes after 5
+such calls past the GEMM that makes its gradient."""
+
+
 @dataclass(frozen=True)
 class FrameFuseGemmEpilogue(ModulePass):
     """Fuse the elementwise consumers of a GEMM's output into its kernel (see module
@@ -341,6 +353,7 @@ class FrameFuseGemmEpilogue(ModulePass):
         start = pos = int(index.position[call])
         stop = index.next_stop(pos)
         not_between = _Union(index.erased, set())  # erased, or in the chain
+        passed = 0  # calls that touch what the epilogue writes but did not join
         while True:
             nxt = index.touched.first(written, pos, stop, index.erased)
             if nxt is None:
@@ -355,7 +368,20 @@ class FrameFuseGemmEpilogue(ModulePass):
 
             operands = self._fits(cur, g, kernels, written, reads, blocked)
             if operands is None:
-                break
+                # A call that cannot join stays where it is, and the walk goes on past
+                # it (up to `PASSED_MAX` such calls): a later consumer may still join
+                # if it can move up past this call as well (`blocked`: the call is not
+                # in the chain, so a consumer that reads what it writes, or touches
+                # what it reads, stays). A layer's bias gradient is its output's
+                # gradient, read by the weight- and input-gradient GEMMs (and its C's
+                # bytes reused by the arena) before the bias's SGD update reads it;
+                # the update joins the epilogue that made the gradient, while the tile
+                # is in L1, instead of reading the gradient again.
+                passed += 1
+                if passed > PASSED_MAX:
+                    break
+                pos = nxt
+                continue
             chain.append(cur)
             not_between.second.add(nxt)
             ins, out = operands
@@ -510,40 +536,45 @@ def _dead_zero_filled_c(call: func.CallOp, c_index: int, index: _Block,
 def _store_c_in_output(call: func.CallOp, c_index: int, chain: list[func.CallOp],
                        fill: func.CallOp, index: _Block,
                        kernels: dict[str, func.FuncOp]) -> bool:
-    """Let the GEMM accumulate C in the epilogue's output when nothing else reads C
+    """Let the GEMM accumulate C in an epilogue op's output when nothing else reads C
     (`_dead_zero_filled_c` found C's zero `fill`); whether it did.
 
     A scratch C costs a second pass over memory: the GEMM's stores of C, then the
     epilogue's stores of its output (the FFN's bias + relu on a 4 MiB C: 8.2 -> 9.5 ms
     on Zen 2). When C is a temporary of the caller's arena that starts from a zero fill
     and that no call reads after the epilogue (the next call to touch its bytes only
-    writes them), the fill and the GEMM take the last epilogue call's output instead,
-    and the epilogue runs in place on it: each element of C is read by the epilogue
-    ops, in order, before the last of them writes it, so every op computes what it
-    did from the same values."""
+    writes them), the fill and the GEMM take the output of the last epilogue call that
+    writes one without reading it (not an SGD update in place, which may follow it)
+    instead, and the epilogue runs in place on it: each element of C is read by the
+    epilogue ops up to that call, in order, before it writes the element, and by none
+    after it, so every op computes what it did from the same values."""
     c_val = call.arguments[c_index]
-    last_fn = kernels.get(chain[-1].callee.root_reference.data)
-    last = _single_generic(last_fn) if last_fn is not None else None
-    if last is None:
-        return False
-    args = list(last_fn.body.blocks[0].args)  # type: ignore[union-attr]
-    if last.outputs[0] not in args:
-        return False
-    out = chain[-1].arguments[args.index(last.outputs[0])]
-    if out.type != c_val.type or _overlap(out, c_val):
-        return False
-    # `out` is written by the last call without being read (not an SGD update in
-    # place), as its one argument on those bytes, and touched by no other: its old
-    # value is never read
-    if sum(_overlap(v, out) for c in chain for v in c.arguments) != 1 or \
-            not any(v is out for v in _pure_outputs(chain[-1], kernels)):
-        return False
-    _hoist(out, fill, index)
-    fill.operands = [out]
-    call.operands = [out if i == c_index else v for i, v in enumerate(call.arguments)]
-    for c in chain:
-        c.operands = [out if _same(v, c_val) else v for v in c.arguments]
-    return True
+    for at in range(len(chain) - 1, -1, -1):
+        if any(_same(v, c_val) for c in chain[at + 1:] for v in c.arguments):
+            return False  # a later op reads C: it must stay apart
+        last_fn = kernels.get(chain[at].callee.root_reference.data)
+        last = _single_generic(last_fn) if last_fn is not None else None
+        if last is None:
+            continue
+        args = list(last_fn.body.blocks[0].args)  # type: ignore[union-attr]
+        if last.outputs[0] not in args:
+            continue
+        out = chain[at].arguments[args.index(last.outputs[0])]
+        if out.type != c_val.type or _overlap(out, c_val):
+            continue
+        # `out` is written by this call without being read, as its one argument on
+        # those bytes, and touched by no call before it: its old value is never read
+        # (the calls after it read and write its new value, as before)
+        if sum(_overlap(v, out) for c in chain[:at + 1] for v in c.arguments) != 1 or \
+                not any(v is out for v in _pure_outputs(chain[at], kernels)):
+            continue
+        _hoist(out, fill, index)
+        fill.operands = [out]
+        call.operands = [out if i == c_index else v for i, v in enumerate(call.arguments)]
+        for c in chain:
+            c.operands = [out if _same(v, c_val) else v for v in c.arguments]
+        return True
+    return False
 
 
 def _fused_kernel(names: tuple[str, ...], parts: list[func.FuncOp],

@@ -257,3 +257,95 @@ builtin.module {
 // CHECK-LABEL: func.func @s2(
 // CHECK:         func.call @s__k1_matmul_sgd_update2(
 // CHECK-NEXT:    func.call @s__k3_transpose(
+
+// -----
+
+// The walk passes over calls that cannot join: after the relu gradient (in the
+// epilogue, C stored in its output %d), a transpose reads %d at other elements and
+// stays; the SGD update of a full-shape bias, which reads %d after it, moves up past
+// it into the epilogue. In @p2 the transpose reads the bias instead: the update cannot
+// move up past it, and stays apart.
+
+builtin.module {
+  func.func private @p__k0_fill(%c: memref<6x8xf32>) {
+    %zero = arith.constant 0.000000e+00 : f32
+    linalg.fill ins(%zero : f32) outs(%c : memref<6x8xf32>)
+    func.return
+  }
+  func.func private @p__k1_matmul(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %c: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<6x5xf32>, memref<5x8xf32>) outs(%c : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func private @p__k2_relu_grad(%c: memref<6x8xf32>, %h: memref<6x8xf32>, %d: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.relu_grad"} ins(%c, %h : memref<6x8xf32>, memref<6x8xf32>) outs(%d : memref<6x8xf32>) {
+    ^bb0(%g: f32, %x: f32, %z: f32):
+      %zero = arith.constant 0.000000e+00 : f32
+      %pos = arith.cmpf ogt, %x, %zero : f32
+      %r = arith.select %pos, %g, %zero : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func private @p__k3_transpose(%d: memref<6x8xf32>, %o: memref<8x6xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.transpose"} ins(%d : memref<6x8xf32>) outs(%o : memref<8x6xf32>) {
+    ^bb0(%x: f32, %z: f32):
+      linalg.yield %x : f32
+    }
+    func.return
+  }
+  func.func private @p__k4_sgd_update(%d: memref<6x8xf32>, %w: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"], doc = "frame.sgd_update"} ins(%d : memref<6x8xf32>) outs(%w : memref<6x8xf32>) {
+    ^bb0(%g: f32, %p: f32):
+      %lr = arith.constant 1.000000e-01 : f32
+      %step = arith.mulf %lr, %g : f32
+      %r = arith.subf %p, %step : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func @p(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %h: memref<6x8xf32>, %bias: memref<6x8xf32>, %o: memref<8x6xf32>, %arena: memref<512xi8> {frame.arena}) {
+    %0 = arith.constant 0 : index
+    %c = memref.view %arena[%0][] : memref<512xi8> to memref<6x8xf32>
+    %1 = arith.constant 256 : index
+    %d = memref.view %arena[%1][] : memref<512xi8> to memref<6x8xf32>
+    func.call @p__k0_fill(%c) : (memref<6x8xf32>) -> ()
+    func.call @p__k1_matmul(%a, %b, %c) : (memref<6x5xf32>, memref<5x8xf32>, memref<6x8xf32>) -> ()
+    func.call @p__k2_relu_grad(%c, %h, %d) : (memref<6x8xf32>, memref<6x8xf32>, memref<6x8xf32>) -> ()
+    func.call @p__k3_transpose(%d, %o) : (memref<6x8xf32>, memref<8x6xf32>) -> ()
+    func.call @p__k4_sgd_update(%d, %bias) : (memref<6x8xf32>, memref<6x8xf32>) -> ()
+    func.return
+  }
+  func.func @p2(%a: memref<6x5xf32>, %b: memref<5x8xf32>, %h: memref<6x8xf32>, %bias: memref<6x8xf32>, %o: memref<8x6xf32>, %arena: memref<512xi8> {frame.arena}) {
+    %0 = arith.constant 0 : index
+    %c = memref.view %arena[%0][] : memref<512xi8> to memref<6x8xf32>
+    %1 = arith.constant 256 : index
+    %d = memref.view %arena[%1][] : memref<512xi8> to memref<6x8xf32>
+    func.call @p__k0_fill(%c) : (memref<6x8xf32>) -> ()
+    func.call @p__k1_matmul(%a, %b, %c) : (memref<6x5xf32>, memref<5x8xf32>, memref<6x8xf32>) -> ()
+    func.call @p__k2_relu_grad(%c, %h, %d) : (memref<6x8xf32>, memref<6x8xf32>, memref<6x8xf32>) -> ()
+    func.call @p__k3_transpose(%bias, %o) : (memref<6x8xf32>, memref<8x6xf32>) -> ()
+    func.call @p__k4_sgd_update(%d, %bias) : (memref<6x8xf32>, memref<6x8xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-LABEL: func.func private @p__k1_matmul_relu_grad_sgd_update(
+// CHECK-LABEL: func.func private @p__k1_matmul_relu_grad(
+// CHECK-LABEL: func.func @p(
+// CHECK-SAME:      %[[A:.*]]: memref<6x5xf32>, %[[B:.*]]: memref<5x8xf32>, %[[H:.*]]: memref<6x8xf32>, %[[BIAS:.*]]: memref<6x8xf32>, %[[O:.*]]: memref<8x6xf32>,
+// CHECK:         memref.view
+// CHECK-NEXT:    arith.constant 256
+// CHECK-NEXT:    %[[D:.*]] = memref.view %{{.*}}[%{{.*}}][] : memref<512xi8> to memref<6x8xf32>
+// CHECK-NEXT:    func.call @p__k0_fill(%[[D]])
+// CHECK-NEXT:    func.call @p__k1_matmul_relu_grad_sgd_update(%[[A]], %[[B]], %[[D]], %[[H]], %[[BIAS]])
+// CHECK-NEXT:    func.call @p__k3_transpose(%[[D]], %[[O]])
+// CHECK-NEXT:    func.return
+// CHECK-LABEL: func.func @p2(
+// CHECK:         func.call @p__k1_matmul_relu_grad(
+// CHECK-NEXT:    func.call @p__k3_transpose(
+// CHECK-NEXT:    func.call @p__k4_sgd_update(
+// CHECK-NEXT:    func.return

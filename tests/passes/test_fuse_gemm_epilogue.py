@@ -151,6 +151,64 @@ def test_mlp_step_matches_torch() -> None:
                                    atol=1e-6)
 
 
+# Biases of the batch's full shape, as the Python API's Linear and v0 specs have them:
+# each bias gradient is the layer output's gradient itself, made by the next layer's
+# input-gradient GEMM (with the relu gradient in its epilogue) and read by that
+# layer's weight-gradient GEMM before the bias update reads it.
+FULL_BIAS_MLP = """
+func.func @wide(%x: tensor<13x37xf32>, %w1: tensor<37x71xf32> {frame.param = "w1"},
+                %b1: tensor<13x71xf32> {frame.param = "b1"},
+                %w2: tensor<71x29xf32> {frame.param = "w2"},
+                %b2: tensor<13x29xf32> {frame.param = "b2"},
+                %w3: tensor<29x5xf32> {frame.param = "w3"}, %t: tensor<13x5xf32>) -> tensor<f32> {
+  %0 = frame.matmul %x, %w1 : (tensor<13x37xf32>, tensor<37x71xf32>) -> tensor<13x71xf32>
+  %1 = frame.add %0, %b1 : (tensor<13x71xf32>, tensor<13x71xf32>) -> tensor<13x71xf32>
+  %2 = frame.relu %1 : (tensor<13x71xf32>) -> tensor<13x71xf32>
+  %3 = frame.matmul %2, %w2 : (tensor<13x71xf32>, tensor<71x29xf32>) -> tensor<13x29xf32>
+  %4 = frame.add %3, %b2 : (tensor<13x29xf32>, tensor<13x29xf32>) -> tensor<13x29xf32>
+  %5 = frame.relu %4 : (tensor<13x29xf32>) -> tensor<13x29xf32>
+  %6 = frame.matmul %5, %w3 : (tensor<13x29xf32>, tensor<29x5xf32>) -> tensor<13x5xf32>
+  %7 = frame.mse_loss %6, %t : (tensor<13x5xf32>, tensor<13x5xf32>) -> tensor<f32>
+  func.return %7 : tensor<f32>
+}
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bias_update_joins_the_epilogue_past_the_gemms_reading_its_gradient(
+        threads: int) -> None:
+    """The walk from a GEMM passes over calls that cannot join (the weight-gradient
+    GEMM reading the relu gradient, the next GEMM's fill): a full-shape bias's SGD
+    update, which reads the epilogue's output after them, moves up into the epilogue
+    that made it. Five steps have the same bits as unfused, one matches torch."""
+    rng = np.random.default_rng(20261207)
+    x = rng.standard_normal((13, 37)).astype(np.float32)
+    params = [(rng.standard_normal(s) * 0.3).astype(np.float32)
+              for s in ((37, 71), (13, 71), (71, 29), (13, 29), (29, 5))]
+    t = rng.random((13, 5)).astype(np.float32)
+    (plain, _), (fused, hook) = (_compile(FULL_BIAS_MLP, f, threads=threads)
+                                 for f in (False, True))
+    l0, p0 = _train(plain, "wide_train_step", [x], params, [t], 5)
+    l1, p1 = _train(fused, "wide_train_step", [x], params, [t], 5)
+    assert float(l1[-1]) < float(l1[0])
+    for a, b in zip([*l0, *p0], [*l1, *p1], strict=True):
+        np.testing.assert_array_equal(_bits(a), _bits(b))
+    fused_names = [n for n in hook.names if n.endswith("_matmul_relu_grad_sgd_update")]
+    assert fused_names, hook.names  # b1's update, in the epilogue of dh1 = dh2 @ w2^T
+
+    tp = [torch.from_numpy(p).double().requires_grad_() for p in params]
+    tx, tt = torch.from_numpy(x).double(), torch.from_numpy(t).double()
+    h = torch.relu(tx @ tp[0] + tp[1])
+    ref = torch.nn.functional.mse_loss(torch.relu(h @ tp[2] + tp[3]) @ tp[4], tt)
+    ref.backward()
+    (loss,), new = _train(fused, "wide_train_step", [x], params, [t], 1)
+    np.testing.assert_allclose(loss, ref.item(), rtol=1e-5)
+    for ours, p in zip(new, tp, strict=True):
+        assert p.grad is not None
+        np.testing.assert_allclose(ours, (p - LR * p.grad).detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_conv_epilogues_and_split_k_update(threads: int) -> None:
     """A convolution with its broadcast bias and relu in the GEMM's epilogue, and its
