@@ -658,9 +658,16 @@ def _lower_max_pool_grad(lw: Any, op: Any) -> SSAValue:
     else:
         argmax = _looped_argmax(lw, xp, y_shape, kernel, stride, pad)
     sc = _pool_space(rank, kernel, stride, scatter=True)
+    # Windows that tile the input (kernel = stride, no padding, every cell in one
+    # window: LeNet's 2 x 2 / 2 pools) write each element of dx once: no zero fill
+    # first, and no read of dx (its old value is that fill's 0.0).
+    tiled = (kernel == stride and not any(pad) and not any(high)
+             and list(padded[2:]) == [o * st for o, st in zip(y_shape[2:], stride,
+                                                                 strict=True)])
 
     def scatter(b: Builder, a: Sequence[SSAValue]) -> SSAValue:
-        dy, arg, dx = a[0], a[1], a[3]
+        dy, arg = a[0], a[1]
+        dx = _f32(b, 0.0) if tiled else a[3]
         hit = b.insert(arith.CmpfOp(_window_position(b, sc, kernel), arg, "oeq")
                        ).result
         # dx + (hit ? dy : -0.0), not hit ? dx + dy : dx: the same bits (-0.0 is the
@@ -669,7 +676,9 @@ def _lower_max_pool_grad(lw: Any, op: Any) -> SSAValue:
         share = b.insert(arith.SelectOp(hit, dy, _f32(b, -0.0))).result
         return b.insert(arith.AddfOp(dx, share)).result
 
-    dxp = lw.generic([op.dy, argmax, window], lw.filled(TensorType(f32, padded), 0.0),
+    init = lw.empty(TensorType(f32, padded)) if tiled else \
+        lw.filled(TensorType(f32, padded), 0.0)
+    dxp = lw.generic([op.dy, argmax, window], init,
                      [sc.y_map, sc.y_map, sc.w_map, sc.x_map], sc.iterators, scatter)
     return _crop(lw, dxp, pad, typ)
 

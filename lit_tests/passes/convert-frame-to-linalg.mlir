@@ -365,6 +365,35 @@ func.func @max_pool_grad(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x3x3xf32>, %dy: 
 
 // -----
 
+// Windows that tile the input (kernel = stride, no padding, 4 = 2 x 2: LeNet's pools)
+// cover each element of dx once: the scatter starts from an empty tensor, not a zero
+// fill, and adds its share to the constant 0.0 (the fill's value: the same bits, -0.0
+// and NaN in dy included) instead of reading dx. No padding, no crop.
+func.func @max_pool_grad_tiled(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x2x2xf32>, %dy: tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32> {
+  %0 = frame.max_pool_grad %x, %y, %dy {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32>
+  func.return %0 : tensor<1x1x4x4xf32>
+}
+
+// CHECK-LABEL: func.func @max_pool_grad_tiled
+// CHECK:         %[[ARG:.*]] = linalg.generic
+// CHECK-SAME:      ins(%[[X:.*]], %[[X]], %[[X]], %[[X]] : {{.*}}) outs(%{{.*}} : tensor<1x1x2x2xf32>)
+// CHECK-NOT:     linalg.fill
+// CHECK:         %[[E:.*]] = tensor.empty() : tensor<1x1x4x4xf32>
+// CHECK-NEXT:    %[[DX:.*]] = linalg.generic
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]
+// CHECK-SAME:      ins(%{{.*}}, %[[ARG]], %{{.*}} : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>, tensor<2x2xf32>) outs(%[[E]] : tensor<1x1x4x4xf32>)
+// CHECK-NEXT:    ^{{.*}}(%[[G:.*]]: f32, %[[AA:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:           %[[HIT:.*]] = arith.cmpf oeq, %{{.*}}, %[[AA]] : f32
+// CHECK-NEXT:      %[[NZ:.*]] = arith.constant -0.000000e+00 : f32
+// CHECK-NEXT:      %[[SHARE:.*]] = arith.select %[[HIT]], %[[G]], %[[NZ]] : f32
+// CHECK-NEXT:      %[[NEW:.*]] = arith.addf %[[ZERO]], %[[SHARE]] : f32
+// CHECK-NEXT:      linalg.yield %[[NEW]] : f32
+// CHECK-NOT:     linalg.generic
+// CHECK:         func.return %[[DX]] : tensor<1x1x4x4xf32>
+
+// -----
+
 // A stride-1 max_pool_grad keeps the loops: the scan over (n, c, oh, kh, kw, ow)
 // with the running max and argmax in two output-shaped tensors, a cell inside when
 // o + k >= 1 in both dims (from the loop indices). The windows overlap, so the

@@ -159,7 +159,7 @@ def _selection_module(shape: tuple[int, ...], pool: Callable[[Graph, SSAValue], 
 
 
 @pytest.mark.parametrize("kind", ["ceil_2d", "ceil_1d_past_padding", "overlapping_3x3_s2",
-                                  "stride1_padded", "global_2d", "global_1d"])
+                                  "stride1_padded", "tiled_2x2", "global_2d", "global_1d"])
 def test_max_selections_match_torch_bitwise(kind: str) -> None:
     """max_pool with ceil_mode and the global max pool only select values, and their
     gradients only route dy: torch's float32 results are exact, ours must be the same
@@ -167,7 +167,9 @@ def test_max_selections_match_torch_bitwise(kind: str) -> None:
     sends dy to its last NaN; of tied maxima the first takes dy; an all -inf window
     sends dy to its first cell inside the input), where windows overlap (an element's
     contributions added in torch's order) and where they do not, through both forms of
-    the scan (a generic per window cell, and loops over the window)."""
+    the scan (a generic per window cell, and loops over the window). Where windows
+    tile the input (LeNet's 2 x 2 / 2, the global pools) dx is written once, not added
+    to a zero fill: dy then holds -0.0, NaN and infinities too (torch's 0 + dy)."""
     shape, pool, ref, full = {
         "ceil_2d": ((2, 3, 7, 6), lambda g, x: g.emit(frame.MaxPoolOp(x, [3, 2], [2, 2], [1, 1],
                                                                       True)),
@@ -184,6 +186,8 @@ def test_max_selections_match_torch_bitwise(kind: str) -> None:
         # last window dim run backwards.
         "stride1_padded": ((2, 3, 6, 5), lambda g, x: g.emit(frame.MaxPoolOp(
             x, [3, 2], [1, 1], [1, 1])), lambda t: F.max_pool2d(t, (3, 2), 1, 1), False),
+        "tiled_2x2": ((2, 3, 6, 8), lambda g, x: g.emit(frame.MaxPoolOp(
+            x, [2, 2], [2, 2], [0, 0])), lambda t: F.max_pool2d(t, 2, 2), False),
         "global_2d": ((2, 3, 4, 5), lambda g, x: g.emit(frame.GlobalMaxPoolOp(x)),
                       lambda t: F.adaptive_max_pool2d(t, 1), True),
         "global_1d": ((3, 4, 6), lambda g, x: g.emit(frame.GlobalMaxPoolOp(x)),
@@ -196,6 +200,9 @@ def test_max_selections_match_torch_bitwise(kind: str) -> None:
         if trial == 1:
             x.reshape(-1)[: x.size // 3] = -np.inf  # whole windows of -inf
         dy = rng.uniform(0.5, 1.5, size=ys).astype(np.float32)
+        if kind.startswith(("tiled", "global")):
+            dy = np.where(rng.random(ys) < 0.5, rng.choice(EDGE_VALUES, size=ys), dy
+                          ).astype(np.float32)
         y, dx = ex("sel", x, dy)
         tx = torch.from_numpy(x.copy()).requires_grad_()
         ty = ref(tx)
