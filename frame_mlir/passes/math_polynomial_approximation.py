@@ -13,15 +13,13 @@ Does, like MLIR's pass of the same name (which uses this scheme as well), for ev
   * clamp x to [-104, 88.75]: below -104 the result rounds to +0 (exp(-104) is under
     half the smallest denormal), above 88.75 to +inf; a NaN passes the clamp (the
     comparisons are false) and stays a NaN through the arithmetic;
-  * n = round(x * log2(e)) by the 1.5 * 2^23 trick, fma(x, log2 e, 1.5 * 2^23) (the
-    sum of the exact product rounds to nearest even; the integer is read from its low
-    bits, so no float-to-int conversion, which would be poison for a NaN);
-  * r = x - n * ln2_hi - n * ln2_lo as two FMAs (Cody-Waite: ln2_hi has 9 significant
-    bits, so n * ln2_hi is exact for |n| <= 150);
+  * n = round(x * log2(e)) by the 1.5 * 2^23 trick (the float sum rounds to nearest
+    even; the integer is read from its low bits, so no float-to-int conversion, which
+    would be poison for a NaN);
+  * r = x - n * ln2_hi - n * ln2_lo (Cody-Waite: ln2_hi has 9 significant bits, so
+    n * ln2_hi is exact for |n| <= 150);
   * exp(r) on |r| <= ln(2) / 2 by Cephes' `expf` polynomial
-    1 + r + r^2 * P(r), P of degree 5 (relative error under 2^-23 on the interval),
-    Horner's rule in FMAs (`math.fma`, one rounding each, the only fused operation the
-    C++ emitter knows: its std::fma gives the same bits);
+    1 + r + r^2 * P(r), P of degree 5 (relative error under 2^-23 on the interval);
   * the product scaled by 2^n as two factors 2^(n >> 1) * 2^(n - (n >> 1)), each a
     normal float for every n in [-151, 128], so the result is rounded once: a denormal
     result is correct and 2^128 overflows to +inf as it should.
@@ -78,9 +76,6 @@ class _Ops:
     def addf(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.add(arith.AddfOp(a, b))
 
-    def fma(self, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
-        return self.add(math.FmaOp(a, b, c))
-
 
 def expand_exp(x: SSAValue) -> tuple[list[Operation], SSAValue]:
     """The ops computing exp(x) for an f32 scalar x, and their result (see the module
@@ -90,19 +85,14 @@ def expand_exp(x: SSAValue) -> tuple[list[Operation], SSAValue]:
     x = o.add(arith.SelectOp(o.add(arith.CmpfOp(x, lo, "olt")), lo, x))
     x = o.add(arith.SelectOp(o.add(arith.CmpfOp(x, hi, "ogt")), hi, x))
     magic = o.f(ROUND_MAGIC)
-    # FMAs where a product feeds a sum (`math.fma`: one rounding, and the C++ emitter's
-    # std::fma computes the same bits): the round to n is of the exact x log2 e, the
-    # reduction keeps n ln2_lo's low bits, and the polynomial is 5 FMAs instead of 5
-    # products and 5 sums. On Zen 3 a softmax over 64 x 128 x 128 floats (the exp its
-    # cost) ran 1.56 -> 1.19 ms.
-    k = o.fma(x, o.f(LOG2E), magic)
+    k = o.addf(o.mul(x, o.f(LOG2E)), magic)
     n = o.add(arith.SubfOp(k, magic))
-    r = o.fma(n, o.f(-LN2_HI), x)
-    r = o.fma(n, o.f(-LN2_LO), r)
+    r = o.add(arith.SubfOp(x, o.mul(n, o.f(LN2_HI))))
+    r = o.add(arith.SubfOp(r, o.mul(n, o.f(LN2_LO))))
     p = o.f(EXP_POLY[0])
     for c in EXP_POLY[1:]:
-        p = o.fma(p, r, o.f(c))
-    y = o.addf(o.fma(o.mul(r, r), p, r), o.f(1.0))
+        p = o.addf(o.mul(p, r), o.f(c))
+    y = o.addf(o.addf(o.mul(o.mul(r, r), p), r), o.f(1.0))
     # The integer n: the sum's bits minus the magic number's (exact while |n| < 2^22).
     bits = o.add(arith.BitcastOp(k, i32))
     ni = o.add(arith.SubiOp(bits, o.add(arith.BitcastOp(magic, i32))))

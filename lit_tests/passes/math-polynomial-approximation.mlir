@@ -1,8 +1,8 @@
 // RUN: frame-opt %s -p math-polynomial-approximation | filecheck %s
 
 // An f32 math.exp becomes arithmetic that vectorizes: clamp, n = round(x log2 e) by
-// the 1.5 * 2^23 trick, r = x - n ln2 (two parts), Cephes' polynomial (Horner's rule
-// in FMAs), and the scale 2^n as two exponent-field products. Other types keep math.exp (an LLVM intrinsic).
+// the 1.5 * 2^23 trick, r = x - n ln2 (two parts), Cephes' polynomial, and the scale
+// 2^n as two exponent-field products. Other types keep math.exp (an LLVM intrinsic).
 
 func.func @exp(%x: f32, %h: f64) -> (f32, f64) {
   %e = math.exp %x : f32
@@ -21,17 +21,19 @@ func.func @exp(%x: f32, %h: f64) -> (f32, f64) {
 // CHECK-NEXT:    %[[X2:.*]] = arith.select %[[ABOVE]], %[[HI]], %[[X1]] : f32
 // CHECK-NEXT:    %[[MAGIC:.*]] = arith.constant 0x4B400000 : f32
 // CHECK-NEXT:    %[[L2E:.*]] = arith.constant 1.44269502 : f32
-// CHECK-NEXT:    %[[K:.*]] = math.fma %[[X2]], %[[L2E]], %[[MAGIC]] : f32
+// CHECK-NEXT:    %[[T:.*]] = arith.mulf %[[X2]], %[[L2E]] : f32
+// CHECK-NEXT:    %[[K:.*]] = arith.addf %[[T]], %[[MAGIC]] : f32
 // CHECK-NEXT:    %[[N:.*]] = arith.subf %[[K]], %[[MAGIC]] : f32
-// CHECK-NEXT:    %[[LN2HI:.*]] = arith.constant -0.693359375 : f32
-// CHECK-NEXT:    %[[R1:.*]] = math.fma %[[N]], %[[LN2HI]], %[[X2]] : f32
-// CHECK-NEXT:    %[[LN2LO:.*]] = arith.constant 0.000212194442 : f32
-// CHECK-NEXT:    %[[R:.*]] = math.fma %[[N]], %[[LN2LO]], %[[R1]] : f32
-// CHECK-COUNT-5: math.fma {{.*}}, %[[R]], {{.*}} : f32
+// CHECK-NEXT:    %[[LN2HI:.*]] = arith.constant 0.693359375 : f32
+// CHECK-NEXT:    %[[NH:.*]] = arith.mulf %[[N]], %[[LN2HI]] : f32
+// CHECK-NEXT:    %[[R1:.*]] = arith.subf %[[X2]], %[[NH]] : f32
+// CHECK-NEXT:    %[[LN2LO:.*]] = arith.constant -0.000212194442 : f32
+// CHECK-NEXT:    %[[NL:.*]] = arith.mulf %[[N]], %[[LN2LO]] : f32
+// CHECK-NEXT:    %[[R:.*]] = arith.subf %[[R1]], %[[NL]] : f32
+// CHECK-COUNT-5: arith.mulf {{.*}}, %[[R]] : f32
 // CHECK:         %[[R2:.*]] = arith.mulf %[[R]], %[[R]] : f32
-// CHECK-NEXT:    %[[Q:.*]] = math.fma %[[R2]], %{{.*}}, %[[R]] : f32
-// CHECK-NEXT:    %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
-// CHECK-NEXT:    %[[Y:.*]] = arith.addf %[[Q]], %[[ONE]] : f32
+// CHECK:         %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[Y:.*]] = arith.addf %{{.*}}, %[[ONE]] : f32
 // CHECK-NEXT:    %[[BITS:.*]] = arith.bitcast %[[K]] : f32 to i32
 // CHECK-NEXT:    %[[MBITS:.*]] = arith.bitcast %[[MAGIC]] : f32 to i32
 // CHECK-NEXT:    %[[NI:.*]] = arith.subi %[[BITS]], %[[MBITS]] : i32
