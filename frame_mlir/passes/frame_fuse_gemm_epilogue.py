@@ -552,14 +552,14 @@ def _store_c_in_output(call: func.CallOp, c_index: int, chain: list[func.CallOp]
     for at in range(len(chain) - 1, -1, -1):
         if any(_same(v, c_val) for c in chain[at + 1:] for v in c.arguments):
             return False  # a later op reads C: it must stay apart
-        last_fn = kernels.get(chain[at].callee.root_reference.data)
-        last = _single_generic(last_fn) if last_fn is not None else None
-        if last is None:
+        fn = kernels.get(chain[at].callee.root_reference.data)
+        generic = _single_generic(fn) if fn is not None else None
+        if generic is None:
             continue
-        args = list(last_fn.body.blocks[0].args)  # type: ignore[union-attr]
-        if last.outputs[0] not in args:
+        args = list(fn.body.blocks[0].args)  # type: ignore[union-attr]
+        if generic.outputs[0] not in args:
             continue
-        out = chain[at].arguments[args.index(last.outputs[0])]
+        out = chain[at].arguments[args.index(generic.outputs[0])]
         if out.type != c_val.type or _overlap(out, c_val):
             continue
         # `out` is written by this call without being read, as its one argument on

@@ -96,6 +96,14 @@ def _train(ex: Executable, fn: str, data: list[np.ndarray], params: list[np.ndar
     return losses, params
 
 
+def _assert_sgd_step(new: list[np.ndarray], tp: list[object]) -> None:
+    """Our parameters after one step equal torch's float64 `p - LR * p.grad`."""
+    for ours, p in zip(new, tp, strict=True):
+        assert p.grad is not None  # type: ignore[attr-defined]
+        np.testing.assert_allclose(ours, (p - LR * p.grad).detach().numpy(),  # type: ignore[attr-defined, operator]
+                                   rtol=1e-5, atol=1e-6)
+
+
 def _mlp_data() -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
     rng = np.random.default_rng(20261201)
     x = rng.standard_normal((13, 37)).astype(np.float32)
@@ -145,10 +153,7 @@ def test_mlp_step_matches_torch() -> None:
     ref = torch.nn.functional.mse_loss(y, tt)
     ref.backward()
     np.testing.assert_allclose(loss, ref.item(), rtol=1e-5)
-    for ours, p in zip(new, tp, strict=True):
-        assert p.grad is not None
-        np.testing.assert_allclose(ours, (p - LR * p.grad).detach().numpy(), rtol=1e-5,
-                                   atol=1e-6)
+    _assert_sgd_step(new, tp)
 
 
 # Biases of the batch's full shape, as the Python API's Linear and v0 specs have them:
@@ -203,10 +208,7 @@ def test_bias_update_joins_the_epilogue_past_the_gemms_reading_its_gradient(
     ref.backward()
     (loss,), new = _train(fused, "wide_train_step", [x], params, [t], 1)
     np.testing.assert_allclose(loss, ref.item(), rtol=1e-5)
-    for ours, p in zip(new, tp, strict=True):
-        assert p.grad is not None
-        np.testing.assert_allclose(ours, (p - LR * p.grad).detach().numpy(), rtol=1e-5,
-                                   atol=1e-6)
+    _assert_sgd_step(new, tp)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
