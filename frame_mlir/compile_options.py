@@ -54,6 +54,9 @@ class CompileOptions:
     # `fuse_epilogue=False` keeps a GEMM's elementwise consumers as kernels of their
     # own (the reference for frame-fuse-gemm-epilogue's bit-identity tests).
     fuse_epilogue: bool = True
+    # `fold_movement=False` keeps the transposes and reshapes that feed contractions as
+    # copies (the reference for frame-fold-movement's bit-identity tests).
+    fold_movement: bool = True
     # Data-parallel training over this many ranks: the `sgd` stage splits the train
     # step around the gradient allreduce (frame-dp-split) instead of fusing SGD into
     # it (frame-sgd-fuse). None: one fused train step.

@@ -174,11 +174,47 @@ class _Operand:
         return s
 
 
-def _offsets(m: AffineMap, typ: MemRefType) -> _Operand | None:
+def _delinearized(m: AffineMap, shape: Sequence[int], strides: Sequence[int],
+                  sizes: Sequence[int]) -> _Operand | None:
+    """The flat offset `L` of a map that delinearises one linear index `L` over a
+    row-major `shape` -- result r `(L floordiv strides[r]) mod shape[r]`, as
+    `frame-fold-movement` reads through a reshape -- when `L` stays within the memref
+    for every point of the loops (`sizes`): the digits then rebuild `L` exactly."""
+    lin = None
+    for e, st, n in zip(m.results, strides, shape, strict=True):
+        if not (isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Mod and
+                isinstance(e.rhs, AffineConstantExpr) and e.rhs.value == n):
+            return None
+        inner = e.lhs
+        if isinstance(inner, AffineBinaryOpExpr) and \
+                inner.kind == AffineBinaryOpKind.FloorDiv:
+            if not isinstance(inner.rhs, AffineConstantExpr) or inner.rhs.value != st:
+                return None
+            inner = inner.lhs
+        elif st != 1:
+            return None
+        here = _linear(inner)
+        if here is None or (lin is not None and here != lin):
+            return None
+        lin = here
+    if lin is None:
+        return None
+    coef, const = lin
+    lo = const + sum(c * (sizes[d] - 1) for d, c in coef.items() if c < 0)
+    hi = const + sum(c * (sizes[d] - 1) for d, c in coef.items() if c > 0)
+    if lo < 0 or hi >= prod(shape):
+        return None
+    return _Operand({d: c for d, c in coef.items() if c}, const)
+
+
+def _offsets(m: AffineMap, typ: MemRefType, sizes: Sequence[int] | None = None
+             ) -> _Operand | None:
     try:
         strides = static_strides(typ)
     except PassFailedException:  # not a plain row-major memref: not for this pass
         return None
+    if sizes is not None and any(_linear(e) is None for e in m.results):
+        return _delinearized(m, typ.get_shape(), strides, sizes)
     coef: dict[int, int] = {}
     const = 0
     for e, st in zip(m.results, strides, strict=True):
@@ -250,7 +286,7 @@ def analyze(op: linalg.GenericOp) -> Contraction | None:
         return None
     sizes = tuple(op.get_static_loop_ranges())
     maps = [m.data for m in op.indexing_maps.data]
-    ops_ = [_offsets(m, v.type) for m, v in zip(maps, vals, strict=True)]  # type: ignore[arg-type]
+    ops_ = [_offsets(m, v.type, sizes) for m, v in zip(maps, vals, strict=True)]  # type: ignore[arg-type]
     if any(o is None for o in ops_):
         return None
     a, b, c = ops_

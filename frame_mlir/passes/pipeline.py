@@ -59,6 +59,7 @@ from frame_mlir.passes.frame_autodiff import FrameAutodiff
 from frame_mlir.passes.frame_bufferize import FrameBufferize
 from frame_mlir.passes.frame_collapse_dims import FrameCollapseDims
 from frame_mlir.passes.frame_dp_split import FrameDpSplit
+from frame_mlir.passes.frame_fold_movement import FrameFoldMovement
 from frame_mlir.passes.frame_fuse_elementwise import FrameFuseElementwise
 from frame_mlir.passes.frame_fuse_gemm_epilogue import FrameFuseGemmEpilogue
 from frame_mlir.passes.frame_gemm import FrameGemm
@@ -143,6 +144,9 @@ def stages(lr: float | None, options: CompileOptions | None = None) -> list[Stag
         Stage("sgd", (*sgd, CommonSubexpressionElimination(), DeadCodeElimination()),
               "SGD fused into the train step"),
         Stage("linalg", (ConvertFrameToLinalg(),
+                         # before fusion merges a reshape into its producer
+                         *((FrameFoldMovement(min_flops=_gemm_min_flops(options)),)
+                           if options.fold_movement else ()),
                          *((FrameFuseElementwise(),) if options.fuse_elementwise else ())),
               "linalg on tensors"),
         Stage("bufferized", (FrameBufferize(),), "memrefs over a static arena"),

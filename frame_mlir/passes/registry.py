@@ -44,6 +44,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "frame-sgd-fuse": ("frame_sgd_fuse", "FrameSgdFuse"),
     "frame-dp-split": ("frame_dp_split", "FrameDpSplit"),
     "convert-frame-to-linalg": ("convert_frame_to_linalg", "ConvertFrameToLinalg"),
+    "frame-fold-movement": ("frame_fold_movement", "FrameFoldMovement"),
     "frame-fuse-elementwise": ("frame_fuse_elementwise", "FrameFuseElementwise"),
     "frame-bufferize": ("frame_bufferize", "FrameBufferize"),
     "frame-outline-kernels": ("frame_outline_kernels", "FrameOutlineKernels"),
