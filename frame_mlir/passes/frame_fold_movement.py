@@ -21,7 +21,7 @@ of each operand before a GEMM that could address it in place. For each f32 contr
     the element in the reshape's result (a linear function of the loops), result r
     of the map is `(L floordiv stride_r) mod size_r` over the input's shape. That map
     has floordiv and mod, and frame-gemm addresses it as the flat offset `L`
-    (`frame_gemm._offsets`);
+    (`frame_gemm.operand_offsets`);
 
 repeated while an input changes (a reshape behind a transpose folds too). A fold is
 made only if every loop of the contraction stays a bare dim of one of its maps (linalg
@@ -46,7 +46,7 @@ from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func, math, tensor
-from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, TensorType, f32
+from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, MemRefType, TensorType, f32
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
@@ -54,6 +54,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from frame_mlir.dialects.linalg_utils import PAR
+from frame_mlir.passes.frame_gemm import operand_offsets
 
 
 def _copy(op: Operation | None) -> linalg.GenericOp | None:
@@ -171,6 +172,13 @@ def _fold_once(op: linalg.GenericOp, i: int, reshapes: bool) -> tuple[SSAValue, 
         return None
     maps[i] = new
     if not _bounded(maps):
+        return None
+    # frame-gemm must still see the operand's flat offset as a linear function of the
+    # loops (a reshape read through another reshape's digits would not be).
+    src = p.inputs[0].type
+    assert isinstance(src, TensorType)
+    if operand_offsets(new, MemRefType(src.element_type, src.get_shape()),
+                op.get_static_loop_ranges()) is None:
         return None
     return p.inputs[0], new
 

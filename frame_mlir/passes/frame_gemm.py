@@ -207,8 +207,11 @@ def _delinearized(m: AffineMap, shape: Sequence[int], strides: Sequence[int],
     return _Operand({d: c for d, c in coef.items() if c}, const)
 
 
-def _offsets(m: AffineMap, typ: MemRefType, sizes: Sequence[int] | None = None
-             ) -> _Operand | None:
+def operand_offsets(m: AffineMap, typ: MemRefType, sizes: Sequence[int] | None = None
+                    ) -> _Operand | None:
+    """The flat offset at which map `m` addresses a row-major memref of type `typ`, as a
+    linear function of the loops, or None if it is not one. With the loops' `sizes`, a
+    map that delinearises one linear index (`_delinearized`) counts as linear."""
     try:
         strides = static_strides(typ)
     except PassFailedException:  # not a plain row-major memref: not for this pass
@@ -286,7 +289,7 @@ def analyze(op: linalg.GenericOp) -> Contraction | None:
         return None
     sizes = tuple(op.get_static_loop_ranges())
     maps = [m.data for m in op.indexing_maps.data]
-    ops_ = [_offsets(m, v.type, sizes) for m, v in zip(maps, vals, strict=True)]  # type: ignore[arg-type]
+    ops_ = [operand_offsets(m, v.type, sizes) for m, v in zip(maps, vals, strict=True)]  # type: ignore[arg-type]
     if any(o is None for o in ops_):
         return None
     a, b, c = ops_
@@ -371,7 +374,7 @@ def epilogue_operands(g: Contraction, op: linalg.GenericOp, identity: Sequence[b
             return None
         if ident and (m != ident_map or list(v.type.get_shape()) != c_shape):
             return None
-        opnd = _offsets(m, v.type)
+        opnd = operand_offsets(m, v.type)
         if opnd is None:
             return None
         # The op's loop p is C's dim p, which is the contraction's loop out_dims[p].
