@@ -533,3 +533,45 @@ builtin.module {
 // CHECK-LABEL: func.func @f(
 // CHECK-NOT:     func.call @fill
 // CHECK:         func.call @k(
+
+// -----
+
+// A reads a [2, 3, 5] tensor through the delinearisation of row i, column k of a
+// [6, 5] reshape of it (frame-fold-movement's map): the flat offset is 5 i + k, so A is
+// addressed as the plain 6 x 5 matrix (packed, then the micro-kernel). @bad's digits
+// do not rebuild the index (a mod 2 where the size is 3): it stays a linalg.generic.
+builtin.module {
+  func.func private @k(%a: memref<2x3x5xf32>, %b: memref<5x8xf32>, %c: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (((((d0 * 5) + d1) floordiv 15) mod 2), ((((d0 * 5) + d1) floordiv 5) mod 3), ((((d0 * 5) + d1) floordiv 1) mod 5))>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<2x3x5xf32>, memref<5x8xf32>) outs(%c : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func private @bad(%a: memref<2x3x5xf32>, %b: memref<5x8xf32>, %c: memref<6x8xf32>) {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (((((d0 * 5) + d1) floordiv 15) mod 2), ((((d0 * 5) + d1) floordiv 5) mod 2), ((((d0 * 5) + d1) floordiv 1) mod 5))>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"], doc = "frame.matmul"} ins(%a, %b : memref<2x3x5xf32>, memref<5x8xf32>) outs(%c : memref<6x8xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %r = math.fma %x, %y, %z : f32
+      linalg.yield %r : f32
+    }
+    func.return
+  }
+  func.func @f(%a: memref<2x3x5xf32>, %b: memref<5x8xf32>, %arena: memref<400xi8> {frame.arena}) attributes {frame.arena_size = 400 : i64} {
+    %0 = arith.constant 0 : index
+    %c = memref.view %arena[%0][] : memref<400xi8> to memref<6x8xf32>
+    %1 = arith.constant 256 : index
+    %d = memref.view %arena[%1][] : memref<400xi8> to memref<6x8xf32>
+    func.call @k(%a, %b, %c) : (memref<2x3x5xf32>, memref<5x8xf32>, memref<6x8xf32>) -> ()
+    func.call @bad(%a, %b, %d) : (memref<2x3x5xf32>, memref<5x8xf32>, memref<6x8xf32>) -> ()
+    func.return
+  }
+}
+
+// CHECK-LABEL: func.func private @k(
+// CHECK-SAME:    %[[A:.*]]: memref<2x3x5xf32>, %{{.*}}: memref<5x8xf32>, %{{.*}}: memref<6x8xf32>, %{{.*}}: memref<{{[0-9]+}}xi8>)
+// CHECK-NOT:     linalg.generic
+// CHECK:         memref.collapse_shape %[[A]] {{\[\[}}0 : i64, 1 : i64, 2 : i64]] : memref<2x3x5xf32> into memref<30xf32>
+// CHECK:         func.call @frame_gemm_micro_2x8_p2x8_f32x4(
+// CHECK-LABEL: func.func private @bad(
+// CHECK-NEXT:    linalg.generic

@@ -149,3 +149,24 @@ def test_gradients_match_torch() -> None:
         g = p_.grad.numpy()
         # float32 against float64: normwise, as the other gradient checks
         assert np.linalg.norm(ours - g) <= 1e-5 * np.linalg.norm(g) + 1e-7
+
+
+def test_frame_gemm_reads_a_delinearised_map_as_its_flat_offset() -> None:
+    """`operand_offsets`: the digits of L = 5 i + k over [2, 3, 5] are the flat offset L;
+    not when L can leave the memref (i up to 7: 5 * 7 + 4 >= 30), nor when a digit's
+    size or stride is not the memref's."""
+    from xdsl.dialects.builtin import MemRefType, f32
+    from xdsl.ir.affine import AffineExpr, AffineMap
+
+    from frame_mlir.passes.frame_fold_movement import delinearized
+    from frame_mlir.passes.frame_gemm import operand_offsets
+
+    i, k = AffineExpr.dimension(0), AffineExpr.dimension(1)
+    typ = MemRefType(f32, [2, 3, 5])
+    m = AffineMap(2, 0, delinearized(i * 5 + k, (2, 3, 5)))
+    got = operand_offsets(m, typ, [6, 5])
+    assert got is not None and (got.coef, got.const) == ({0: 5, 1: 1}, 0)
+    assert operand_offsets(m, typ, [8, 5]) is None
+    assert operand_offsets(AffineMap(2, 0, delinearized(i * 5 + k, (2, 5, 3))), typ,
+                           [6, 5]) is None
+    assert operand_offsets(m, typ) is None  # no loop sizes: only plain linear maps
