@@ -7,8 +7,9 @@ frame-fuse-elementwise (which would merge a reshape into the op producing its in
 Does: an attention layer splits heads as `transpose(reshape(q, [B, S, H, Dh]), (0, 2,
 1, 3))` and the products `Q·Kᵀ`, `A·V` and their gradients read the result: two copies
 of each operand before a GEMM that could address it in place. For each f32 contraction
-(a `linalg.generic` with a reduction loop whose body is `fma(a, b, c)`, at least
-`min_flops` flops: what frame-gemm runs as a packed GEMM) and each of its two inputs:
+(a `linalg.generic` with a reduction loop whose body is `fma(a, b, c)`, of at least
+`min_flops` multiply-adds: what frame-gemm runs as a packed GEMM) and each of its two
+inputs:
 
   * an input made by a transpose -- a copy generic (body `yield %in`, all loops
     parallel, output map the identity) whose input map is a permutation -- is read
@@ -125,7 +126,8 @@ def _is_reshape(p: linalg.GenericOp) -> bool:
 
 
 def _contraction(op: Operation, min_flops: int) -> bool:
-    """An f32 multiply-add contraction frame-gemm would take (by its size)."""
+    """An f32 multiply-add contraction frame-gemm would take (by its size: at least
+    `min_flops` multiply-adds, as frame-gemm counts them)."""
     if not isinstance(op, linalg.GenericOp) or len(op.inputs) != 2 or \
             len(op.outputs) != 1 or len(op.results) != 1 or \
             all(it == PAR for it in op.iterator_types.data):
@@ -142,7 +144,8 @@ def _contraction(op: Operation, min_flops: int) -> bool:
         sizes = op.get_static_loop_ranges()
     except Exception:
         return False
-    return 2 * prod(sizes) >= min_flops
+    # frame-gemm compares its `min_flops` with the multiply-adds (`m * n * k`)
+    return prod(sizes) >= min_flops
 
 
 def _bounded(maps: list[AffineMap]) -> bool:
@@ -205,7 +208,7 @@ class FrameFoldMovement(ModulePass):
 
     name = "frame-fold-movement"
 
-    #: Contractions of fewer flops are left alone (frame-gemm's `min_flops`).
+    #: Contractions of fewer multiply-adds are left alone (frame-gemm's `min_flops`).
     min_flops: int = 0
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
