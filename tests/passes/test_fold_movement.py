@@ -170,3 +170,18 @@ def test_frame_gemm_reads_a_delinearised_map_as_its_flat_offset() -> None:
     assert operand_offsets(AffineMap(2, 0, delinearized(i * 5 + k, (2, 5, 3))), typ,
                            [6, 5]) is None
     assert operand_offsets(m, typ) is None  # no loop sizes: only plain linear maps
+
+
+def test_folded_step_is_the_same_bits_at_1_and_2_threads() -> None:
+    """The strided per-head products split over threads (batch x heads, or rows) and
+    still give the bits of one thread."""
+    data, params = _data()
+    small = {"l1_bytes": 512, "l2_bytes": 4096, "l3_bytes": 4096}
+    one, _ = _compile(True, **small)
+    two, _ = _compile(True, threads=2, **small)
+    for _ in range(3):
+        l1, *p1 = one("mha_train_step", *data, *params)
+        l2, *p2 = two("mha_train_step", *data, *params)
+        for a, b in zip([l1, *p1], [l2, *p2], strict=True):
+            np.testing.assert_array_equal(_bits(a), _bits(b))
+        params = p1
