@@ -349,24 +349,48 @@ def _window_copy(lw: Any, src: SSAValue, dst: SSAValue, src_offsets: Sequence[in
     return lw.generic(ins, dst, [*maps, side(dst_shape, dst_offsets)], [PAR] * n, _copy)
 
 
+def _row_major_strides(shape: Sequence[int]) -> list[int]:
+    strides, s = [], 1
+    for n in reversed(shape):
+        strides.append(s)
+        s *= n
+    return strides[::-1]
+
+
+def linear_index(exprs: Sequence[AffineExpr], shape: Sequence[int]) -> AffineExpr:
+    """The row-major linear index of the element at `exprs` in a tensor of `shape`."""
+    lin: AffineExpr = AffineExpr.constant(0)
+    for e, s in zip(exprs, _row_major_strides(shape), strict=True):
+        lin = lin + e * s
+    return lin
+
+
+def delinearized(lin: AffineExpr, shape: Sequence[int]) -> tuple[AffineExpr, ...]:
+    """The row-major index into `shape` of linear index `lin`: `(lin floordiv stride)
+    mod size` per dim."""
+    return tuple((lin // s) % n for s, n in zip(_row_major_strides(shape), shape,
+                                                strict=True))
+
+
+def reshape_out_map(src: Sequence[int], dst: Sequence[int]) -> AffineMap:
+    """The output map of a reshape's copy over the input's loops: the `dst` index of the
+    input element's linear index."""
+    rank = len(src)
+    dims = [AffineExpr.dimension(d) for d in range(rank)]
+    return AffineMap(rank, 0, delinearized(linear_index(dims, src), dst))
+
+
 def _lower_reshape(lw: Any, op: Any) -> SSAValue:
     """Copy over the input's iteration space; the output index is the row-major
-    delinearisation of the input's linear index (affine floordiv / mod)."""
+    delinearisation of the input's linear index (affine floordiv / mod,
+    `reshape_out_map`; frame-fold-movement recognises the copy by it)."""
     src = static_shape(op.input) or ()
     typ = _result_type(op)
     dst = tuple(typ.get_shape())
     if prod(dst) == 0:  # an empty tensor: nothing to copy (and no strides to divide by)
         return lw.empty(typ)
     rank = len(src)
-    linear: AffineExpr = AffineExpr.constant(0)
-    for d, size in enumerate(src):
-        linear = linear * size + AffineExpr.dimension(d)
-    results = []
-    stride = prod(dst)
-    for size in dst:
-        stride //= size
-        results.append((linear // stride) % size)
-    out_map = AffineMapAttr(AffineMap(rank, 0, tuple(results)))
+    out_map = AffineMapAttr(reshape_out_map(src, dst))
     return lw.generic([op.input], lw.empty(typ), [identity_map(rank), out_map],
                       [PAR] * rank, _copy)
 

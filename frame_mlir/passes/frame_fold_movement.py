@@ -17,7 +17,7 @@ inputs:
     contraction's map;
   * an input made by a row-major reshape -- a copy generic whose input map is the
     identity and whose output map is `convert-frame-to-linalg`'s delinearisation
-    (`frame_movement._lower_reshape`) -- is read from the reshape's input through
+    (`frame_movement.reshape_out_map`) -- is read from the reshape's input through
     the same index arithmetic the other way: with `L` the row-major linear index of
     the element in the reshape's result (a linear function of the loops), result r
     of the map is `(L floordiv stride_r) mod size_r` over the input's shape. That map
@@ -46,16 +46,17 @@ from dataclasses import dataclass
 from math import prod
 
 from xdsl.context import Context
-from xdsl.dialects import builtin, func, math, tensor
+from xdsl.dialects import builtin, func, tensor
 from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, MemRefType, TensorType, f32
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from frame_mlir.dialects.frame_movement import delinearized, linear_index, reshape_out_map
 from frame_mlir.dialects.linalg_utils import PAR
-from frame_mlir.passes.frame_gemm import operand_offsets
+from frame_mlir.passes.frame_gemm import is_fma_body, operand_offsets
 
 
 def _copy(op: Operation | None) -> linalg.GenericOp | None:
@@ -78,27 +79,6 @@ def _shape(v: SSAValue) -> tuple[int, ...]:
     return tuple(v.type.get_shape())  # type: ignore[attr-defined]
 
 
-def _row_major(shape: tuple[int, ...]) -> list[int]:
-    strides, s = [], 1
-    for n in reversed(shape):
-        strides.append(s)
-        s *= n
-    return strides[::-1]
-
-
-def _linear_index(exprs: tuple[AffineExpr, ...], shape: tuple[int, ...]) -> AffineExpr:
-    lin: AffineExpr = AffineExpr.constant(0)
-    for e, s in zip(exprs, _row_major(shape), strict=True):
-        lin = lin + e * s
-    return lin
-
-
-def delinearized(lin: AffineExpr, shape: tuple[int, ...]) -> tuple[AffineExpr, ...]:
-    """The row-major index into `shape` of linear index `lin`, as
-    `_lower_reshape` writes it: `(lin floordiv stride) mod size` per dim."""
-    return tuple((lin // s) % n for s, n in zip(_row_major(shape), shape, strict=True))
-
-
 def _transpose_map(p: linalg.GenericOp) -> AffineMap | None:
     """The permutation through which copy `p` reads its input, if `p` is a transpose
     (its output written through the identity)."""
@@ -118,27 +98,17 @@ def _is_reshape(p: linalg.GenericOp) -> bool:
     if prod(src) != prod(dst) or not prod(dst):
         return False
     m_in, m_out = (a.data for a in p.indexing_maps.data)
-    rank = len(src)
-    if m_in != AffineMap.identity(rank):
-        return False
-    lin = _linear_index(tuple(AffineExpr.dimension(d) for d in range(rank)), src)
-    return m_out == AffineMap(rank, 0, delinearized(lin, dst))
+    return m_in == AffineMap.identity(len(src)) and m_out == reshape_out_map(src, dst)
 
 
 def _contraction(op: Operation, min_flops: int) -> bool:
     """An f32 multiply-add contraction frame-gemm would take (by its size: at least
     `min_flops` multiply-adds, as frame-gemm counts them)."""
-    if not isinstance(op, linalg.GenericOp) or len(op.inputs) != 2 or \
-            len(op.outputs) != 1 or len(op.results) != 1 or \
-            all(it == PAR for it in op.iterator_types.data):
+    if not isinstance(op, linalg.GenericOp) or not is_fma_body(op) or \
+            len(op.results) != 1 or all(it == PAR for it in op.iterator_types.data):
         return False
     if any(not isinstance(v.type, TensorType) or v.type.element_type != f32
            for v in (*op.inputs, *op.outputs)):
-        return False
-    body = list(op.body.block.ops)
-    args = op.body.block.args
-    if len(body) != 2 or not isinstance(body[0], math.FmaOp) or \
-            body[0].c != args[2] or {body[0].a, body[0].b} != {args[0], args[1]}:
         return False
     try:
         sizes = op.get_static_loop_ranges()
@@ -169,7 +139,7 @@ def _fold_once(op: linalg.GenericOp, i: int, reshapes: bool) -> tuple[SSAValue, 
     if perm is not None:
         new = perm.compose(m)
     elif reshapes and _is_reshape(p):
-        new = AffineMap(m.num_dims, 0, delinearized(_linear_index(m.results, _shape(v)),
+        new = AffineMap(m.num_dims, 0, delinearized(linear_index(m.results, _shape(v)),
                                                     _shape(p.inputs[0])))
     else:
         return None

@@ -271,21 +271,27 @@ class Contraction:
         return prod(self.sizes[d] for d in self.red)
 
 
-def analyze(op: linalg.GenericOp) -> Contraction | None:
-    """The GEMM form of `op`, or None if it is not a contraction this pass handles."""
+def is_fma_body(op: linalg.GenericOp) -> bool:
+    """Whether `op` has two inputs, one output and the body `yield fma(a, b, c)` (the
+    inputs in either order, the output accumulated): a contraction's, for this pass."""
     if len(op.inputs) != 2 or len(op.outputs) != 1:
-        return None
-    vals = [*op.inputs, *op.outputs]
-    if not all(isinstance(v.type, MemRefType) and v.type.element_type == f32 for v in vals):
-        return None
+        return False
     body = list(op.body.block.ops)
     args = op.body.block.args
     if len(body) != 2 or not isinstance(body[0], math.FmaOp) or \
             not isinstance(body[1], linalg.YieldOp):
-        return None
+        return False
     fma = body[0]
-    if fma.c != args[2] or {fma.a, fma.b} != {args[0], args[1]} or \
-            list(body[1].operands) != [fma.result]:
+    return fma.c == args[2] and {fma.a, fma.b} == {args[0], args[1]} and \
+        list(body[1].operands) == [fma.result]
+
+
+def analyze(op: linalg.GenericOp) -> Contraction | None:
+    """The GEMM form of `op`, or None if it is not a contraction this pass handles."""
+    if not is_fma_body(op):
+        return None
+    vals = [*op.inputs, *op.outputs]
+    if not all(isinstance(v.type, MemRefType) and v.type.element_type == f32 for v in vals):
         return None
     sizes = tuple(op.get_static_loop_ranges())
     maps = [m.data for m in op.indexing_maps.data]

@@ -158,7 +158,7 @@ def test_frame_gemm_reads_a_delinearised_map_as_its_flat_offset() -> None:
     from xdsl.dialects.builtin import MemRefType, f32
     from xdsl.ir.affine import AffineExpr, AffineMap
 
-    from frame_mlir.passes.frame_fold_movement import delinearized
+    from frame_mlir.dialects.frame_movement import delinearized
     from frame_mlir.passes.frame_gemm import operand_offsets
 
     i, k = AffineExpr.dimension(0), AffineExpr.dimension(1)

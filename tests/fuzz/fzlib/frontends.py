@@ -344,7 +344,8 @@ def judge_training(r: dict[str, Any], doc: dict[str, Any]) -> Result:
 # --------------------------------------------------------------------------- frame IR
 
 FRAME_PASSES = ("frame-shape-inference", "frame-autodiff", "frame-sgd-fuse{lr=0.05}",
-                "convert-frame-to-linalg", "frame-fold-movement", "frame-fuse-elementwise", "frame-bufferize",
+                "convert-frame-to-linalg", "frame-fold-movement", "frame-fuse-elementwise",
+                "frame-bufferize",
                 "frame-collapse-dims", "frame-lower-scan", "frame-tile-matmul",
                 "frame-outline-kernels", "frame-fuse-gemm-epilogue", "frame-gemm",
                 "frame-parallelize{threads=2 min-work=0}", "frame-train-loop", "cse", "dce",
